@@ -1,0 +1,159 @@
+"""The se_e2_a + energy-fitting model: energy, forces and virial (spec §6, Appendix A).
+
+The energy depends on coordinates only through the pair vectors r_ij = x_J - x_i. So the model differentiates
+E with respect to r_ij once (g_ij = dE/dr_ij) and forms forces and virials by scatter-adds:
+F_i += sum_j g_ij (as centre), F_owner(J) -= g_ij (as neighbour), virial = -sum g_ij (x) r_ij.
+This equals differentiating with respect to the extended coordinates (spec §6.1-6.3) and needs no
+extended-force array.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from deeppot.config.model import normalize_model, precision_dtype
+from deeppot.model.descriptor import DescrptSeA
+from deeppot.model.env_mat import neighbor_vectors
+from deeppot.model.fitting import EnergyFitting
+
+
+def scatter_pairs(values: Tensor, nlist_loc: Tensor, nloc: int) -> Tensor:
+    """Sum per-pair values onto the local owner of each neighbour. (nf, nloc, nnei, k) -> (nf, nloc, k)."""
+    nf, _, _, k = values.shape
+    out = torch.zeros(nf, nloc, k, dtype=values.dtype, device=values.device)
+    index = nlist_loc.clamp(min=0).reshape(nf, -1, 1).expand(-1, -1, k)
+    return out.scatter_add(1, index, values.reshape(nf, -1, k))
+
+
+def forces_and_virial(g: Tensor, rij: Tensor, nlist_loc: Tensor, atomic: bool = False) -> dict[str, Tensor]:
+    """Forces on local atoms and the virial from g = dE/dr_ij (nf, nloc, nnei, 3), in float64."""
+    g = g.to(torch.float64)
+    nloc = g.shape[1]
+    force = g.sum(dim=2) - scatter_pairs(g, nlist_loc, nloc)
+    pair_virial = -(g[..., :, None] * rij.to(torch.float64)[..., None, :])  # (nf, nloc, nnei, 3, 3)
+    out = {"force": force, "virial": pair_virial.sum(dim=(1, 2)).reshape(-1, 9)}
+    if atomic:  # each pair's share goes to the neighbour atom (spec §6.3)
+        out["atom_virial"] = scatter_pairs(pair_virial.reshape(*g.shape[:3], 9), nlist_loc, nloc)
+    return out
+
+
+class EnergyModel(nn.Module):
+    def __init__(self, type_map: list[str], descriptor: DescrptSeA, fitting: EnergyFitting,
+                 config: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self.type_map = list(type_map)
+        self.descriptor, self.fitting = descriptor, fitting
+        self.config = copy.deepcopy(config) if config is not None else None
+        self.register_buffer("min_nbor_dist", torch.tensor(-1.0, dtype=torch.float64))
+
+    @classmethod
+    def from_config(cls, model: dict[str, Any]) -> EnergyModel:
+        """Build a model with fresh weights from the `model` section of a DeePMD-kit input.json."""
+        cfg = normalize_model(model)
+        desc, fit = cfg["descriptor"], cfg["fitting_net"]
+        if not isinstance(desc["sel"], list):
+            raise ValueError('model.descriptor.sel is "auto": resolve it from data first '
+                             "(deeppot.data.neighbor_stat.resolve_sel) or give integers")
+        ntypes = len(cfg["type_map"])
+        descriptor = DescrptSeA(
+            ntypes, desc["sel"], desc["rcut"], desc["rcut_smth"], desc["neuron"], desc["axis_neuron"],
+            desc["activation_function"], desc["resnet_dt"], desc["type_one_side"], desc["exclude_types"],
+            desc["env_protection"], desc["set_davg_zero"], precision_dtype(desc["precision"]), desc["seed"])
+        fitting = EnergyFitting(ntypes, descriptor.dim_out, fit["neuron"], fit["activation_function"],
+                                fit["resnet_dt"], precision_dtype(fit["precision"]), fit["seed"])
+        return cls(cfg["type_map"], descriptor, fitting, cfg)
+
+    @property
+    def rcut(self) -> float:
+        return self.descriptor.rcut
+
+    @property
+    def sel(self) -> list[int]:
+        return self.descriptor.sel
+
+    def atomic_energy_from_pairs(self, pairs: PairData, rij: Tensor) -> Tensor:
+        """Per-atom energies (nf, nloc), float64, from pair vectors rij (nf, nloc, nnei, 3)."""
+        desc = self.descriptor(rij, pairs.nlist, pairs.center_type, pairs.neighbor_type)
+        return self.fitting(desc, pairs.center_type)
+
+    def forward_lower(self, ext_coord: Tensor, ext_atype: Tensor, nlist: Tensor, mapping: Tensor,
+                      do_atomic_virial: bool = False, create_graph: bool = False) -> dict[str, Tensor]:
+        """Energy, forces, virial from precomputed neighbour data (the core entry point; no host sync).
+
+        ext_coord (nf, nall, 3), ext_atype (nf, nall), nlist (nf, nloc, nnei), mapping (nf, nall).
+        Returns float64 energy (nf,), atom_energy (nf, nloc), force (nf, nloc, 3), virial (nf, 9)
+        [, atom_virial (nf, nloc, 9)]. create_graph keeps the force graph for force training.
+        """
+        rij, _ = neighbor_vectors(ext_coord, nlist, self.rcut)
+        pairs = PairData.from_neighbors(rij, ext_atype, nlist, mapping)
+        return self.forward_pairs(pairs, do_atomic_virial, create_graph)
+
+    def forward_pairs(self, pairs: PairData, do_atomic_virial: bool = False,
+                      create_graph: bool = False) -> dict[str, Tensor]:
+        """Energy, forces, virial from per-pair geometry (what training caches for static frames)."""
+        rij = pairs.rij.detach().requires_grad_(True)
+        with torch.enable_grad():
+            atom_energy = self.atomic_energy_from_pairs(pairs, rij)
+            energy = atom_energy.sum(dim=-1)
+            (g,) = torch.autograd.grad(energy.sum(), rij, create_graph=create_graph)
+        out = forces_and_virial(g, rij, pairs.nlist_loc, do_atomic_virial)
+        return {"energy": energy, "atom_energy": atom_energy, **out}
+
+    def forward(self, coord: Tensor, atype: Tensor, box: Tensor | None = None,
+                do_atomic_virial: bool = False) -> dict[str, Tensor]:
+        """Energy, forces, virial for frames of one system.
+
+        coord (nf, nloc, 3) Å, atype (nf, nloc) or (nloc,) model type indices, box (nf, 3, 3) or (nf, 9)
+        row vectors, or None without periodic boundaries.
+        """
+        from deeppot.nlist import build_neighbor_data
+
+        coord, atype, box = _as_batch(coord, atype, box)
+        nd = build_neighbor_data(coord, atype, box, self.rcut, self.sel)
+        return self.forward_lower(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, do_atomic_virial)
+
+
+class PairData:
+    """Per-pair geometry of a batch: everything the model needs from the neighbour list.
+
+    rij (nf, nloc, nnei, 3), nlist (nf, nloc, nnei) slot layout (-1 padded), nlist_loc: local owner of each
+    neighbour, center_type (nf, nloc), neighbor_type (nf, nloc, nnei).
+    """
+
+    def __init__(self, rij: Tensor, nlist: Tensor, nlist_loc: Tensor, center_type: Tensor,
+                 neighbor_type: Tensor) -> None:
+        self.rij, self.nlist, self.nlist_loc = rij, nlist, nlist_loc
+        self.center_type, self.neighbor_type = center_type, neighbor_type
+
+    @classmethod
+    def from_neighbors(cls, rij: Tensor, ext_atype: Tensor, nlist: Tensor, mapping: Tensor) -> PairData:
+        nf, nloc, nnei = nlist.shape
+        flat = nlist.clamp(min=0).reshape(nf, -1)
+        nlist_loc = torch.where(nlist >= 0, torch.gather(mapping, 1, flat).reshape(nf, nloc, nnei), -1)
+        neighbor_type = torch.where(nlist >= 0, torch.gather(ext_atype, 1, flat).reshape(nf, nloc, nnei), -1)
+        return cls(rij, nlist, nlist_loc, ext_atype[:, :nloc].clamp(min=0), neighbor_type)
+
+    def to(self, device: torch.device | str) -> PairData:
+        return PairData(*(t.to(device) for t in (self.rij, self.nlist, self.nlist_loc, self.center_type,
+                                                 self.neighbor_type)))
+
+
+def _as_batch(coord: Tensor, atype: Tensor, box: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
+    coord = torch.as_tensor(coord, dtype=torch.float64)
+    if coord.dim() == 2:
+        coord = coord[None]
+    nf = coord.shape[0]
+    coord = coord.reshape(nf, -1, 3)
+    atype = torch.as_tensor(atype, dtype=torch.long, device=coord.device)
+    if atype.dim() == 1:
+        atype = atype[None].expand(nf, -1)
+    if box is not None:
+        box = torch.as_tensor(box, dtype=torch.float64, device=coord.device).reshape(nf, 3, 3)
+    return coord, atype, box
+
+
+__all__ = ["EnergyModel", "PairData", "forces_and_virial", "scatter_pairs"]
