@@ -88,8 +88,7 @@ class EnergyModel(nn.Module):
         Returns float64 energy (nf,), atom_energy (nf, nloc), force (nf, nloc, 3), virial (nf, 9)
         [, atom_virial (nf, nloc, 9)]. create_graph keeps the force graph for force training.
         """
-        rij, _ = neighbor_vectors(ext_coord, nlist, self.rcut)
-        pairs = PairData.from_neighbors(rij, ext_atype, nlist, mapping)
+        pairs = PairData.from_neighbors(ext_coord, ext_atype, nlist, mapping, self.rcut)
         return self.forward_pairs(pairs, do_atomic_virial, create_graph)
 
     def forward_pairs(self, pairs: PairData, do_atomic_virial: bool = False,
@@ -130,7 +129,10 @@ class PairData:
         self.center_type, self.neighbor_type = center_type, neighbor_type
 
     @classmethod
-    def from_neighbors(cls, rij: Tensor, ext_atype: Tensor, nlist: Tensor, mapping: Tensor) -> PairData:
+    def from_neighbors(cls, ext_coord: Tensor, ext_atype: Tensor, nlist: Tensor, mapping: Tensor,
+                       rcut: float) -> PairData:
+        """Gather pair vectors and the owners/types of neighbours from extended-atom neighbour data."""
+        rij, _ = neighbor_vectors(ext_coord, nlist, rcut)
         nf, nloc, nnei = nlist.shape
         flat = nlist.clamp(min=0).reshape(nf, -1)
         nlist_loc = torch.where(nlist >= 0, torch.gather(mapping, 1, flat).reshape(nf, nloc, nnei), -1)

@@ -1,0 +1,68 @@
+"""Shared fixtures: small random models and systems, and the location of the shared data sets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from deeppot.model import EnergyModel
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+EXAMPLE_DATA = Path(__file__).resolve().parents[1] / "examples" / "water" / "data"
+
+
+def model_config(ntypes: int = 2, sel=(24, 24), rcut: float = 4.0, type_one_side: bool = True,
+                 precision: str = "float64", **descriptor) -> dict:
+    return {
+        "type_map": ["O", "H", "C"][:ntypes],
+        "descriptor": {"type": "se_e2_a", "sel": list(sel), "rcut": rcut, "rcut_smth": 1.0,
+                       "neuron": [4, 8, 16], "axis_neuron": 4, "type_one_side": type_one_side,
+                       "resnet_dt": True, "precision": precision, "seed": 1, **descriptor},
+        "fitting_net": {"neuron": [16, 16], "resnet_dt": True, "precision": precision, "seed": 2},
+    }
+
+
+def make_model(seed: int = 0, **kwargs) -> EnergyModel:
+    """A model with random weights and random (non-trivial) davg/dstd/bias, so every path matters."""
+    torch.manual_seed(seed)
+    model = EnergyModel.from_config(model_config(**kwargs))
+    with torch.no_grad():
+        d = model.descriptor
+        d.davg[..., 0] = torch.rand(d.ntypes, 1, dtype=d.davg.dtype) * 0.3
+        d.dstd[..., 0] = 0.5 + torch.rand(d.ntypes, 1, dtype=d.dstd.dtype)
+        d.dstd[..., 1:] = 0.5 + torch.rand(d.ntypes, 1, 1, dtype=d.dstd.dtype)
+        model.fitting.out_bias.copy_(torch.randn(d.ntypes, dtype=torch.float64))
+    return model
+
+
+def random_system(natoms: int = 12, ntypes: int = 2, box_len: float = 5.0, nframes: int = 1, seed: int = 0,
+                  min_dist: float = 0.9):
+    """Random periodic frames with no two atoms closer than min_dist (rejection sampling)."""
+    rng = np.random.default_rng(seed)
+    box = np.eye(3) * box_len
+    frames = []
+    for _ in range(nframes):
+        pts: list[np.ndarray] = []
+        while len(pts) < natoms:
+            p = rng.uniform(0, box_len, 3)
+            if all(_pbc_dist(p, q, box_len) > min_dist for q in pts):
+                pts.append(p)
+        frames.append(np.array(pts))
+    coord = torch.tensor(np.array(frames))
+    atype = torch.tensor(np.arange(natoms) % ntypes)
+    return coord, atype, torch.tensor(np.repeat(box[None], nframes, 0))
+
+
+def _pbc_dist(p: np.ndarray, q: np.ndarray, box_len: float) -> float:
+    d = p - q
+    d -= box_len * np.round(d / box_len)
+    return float(np.linalg.norm(d))
+
+
+def require_shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip("shared data sets (../shared/data) are not available")
+    return SHARED_DATA
