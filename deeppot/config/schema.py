@@ -87,10 +87,10 @@ def _normalize_value(value: Any, key: Key, path: str) -> Any:
 
 
 def _unknown_key_message(name: str, path: str, by_name: dict, alias_of: dict) -> str:
-    candidates = list(by_name) + list(alias_of)
+    candidates = sorted(by_name) + sorted(alias_of)
     close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(sorted(by_name))}"
-    return f"{path}: unknown key {name!r}{hint}"
+    return f"{path}.{name}: unknown key {name!r}{hint}"
 
 
 # reusable value checks ------------------------------------------------------------------------------------------

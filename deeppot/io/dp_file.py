@@ -23,11 +23,11 @@ def _encode(obj: Any, store: list[np.ndarray], in_variables: bool = False) -> An
         return {k: _encode(v, store, in_variables or k == "@variables") for k, v in obj.items()}
     if isinstance(obj, list | tuple):
         return [_encode(v, store, in_variables) for v in obj]
-    if isinstance(obj, np.ndarray):
-        if not in_variables:
-            raise TypeError("arrays are only allowed under '@variables' keys")
-        store.append(obj)
+    if in_variables and obj is not None:  # DeePMD stores every non-null variable, scalars too, as a dataset
+        store.append(np.asarray(obj))
         return f"/variable_{len(store) - 1:04d}"
+    if isinstance(obj, np.ndarray):
+        raise TypeError("arrays are only allowed under '@variables' keys")
     if isinstance(obj, np.generic):
         return obj.item()
     return obj

@@ -21,33 +21,58 @@ def exclusion_mask(center_type: Tensor, nlist: Tensor, neighbor_type: Tensor, ex
 
 
 def descriptor_from_blocks(rr: Tensor, center_type: Tensor, nets: nn.ModuleList, sel: list[int],
-                           type_one_side: bool, axis_neuron: int) -> tuple[Tensor, Tensor]:
+                           type_one_side: bool, axis_neuron: int,
+                           groups: list[Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """D_i = T_i^T T_i^<, with T_i = (1/Nc) sum_j R_ij^T G(s_ij) (spec §4.4).
 
     rr (nf, nloc, nnei, 4) normalised and exclusion-masked rows -> D (nf, nloc, M1*M2), T (nf, nloc, 4, M1).
     Each neighbour-type block b is embedded by net b (type_one_side) or by net (a, b) for centre type a,
-    stored at flat index a + b*ntypes.
+    stored at flat index a + b*ntypes. `groups` (per centre type, its atom indices in every frame) lets the
+    two-sided nets run on their own centres only.
     """
-    ntypes = len(sel)
     starts = [0, *accumulate(sel)]
-    t_mat = None
-    for b in range(ntypes):
-        block = rr[:, :, starts[b]:starts[b + 1], :]  # (nf, nloc, sel_b, 4)
-        if block.shape[2] == 0:
-            continue
-        s = block[..., :1]
-        if type_one_side:
-            contrib = torch.einsum("fnjc,fnjm->fncm", block, nets[b](s))
-        else:
-            contrib = 0
-            for a in range(ntypes):  # static shapes: every centre through net (a, b), then select by type
-                g = nets[a + b * ntypes](s)
-                is_a = (center_type == a)[..., None, None].to(block.dtype)
-                contrib = contrib + is_a * torch.einsum("fnjc,fnjm->fncm", block, g)
-        t_mat = contrib if t_mat is None else t_mat + contrib
+    blocks = [rr[:, :, starts[b]:starts[b + 1], :] for b in range(len(sel))]
+    if type_one_side:
+        t_mat = sum(_embed_block(block, nets[b]) for b, block in enumerate(blocks) if block.shape[2] > 0)
+    elif groups is None:
+        t_mat = _two_side_masked(blocks, center_type, nets)
+    else:
+        t_mat = _two_side_grouped(blocks, groups, nets)
     t_mat = t_mat / sum(sel)
     d = torch.einsum("fncm,fnck->fnmk", t_mat, t_mat[..., :axis_neuron])
     return d.reshape(*d.shape[:2], -1), t_mat
+
+
+def _embed_block(block: Tensor, net: nn.Module) -> Tensor:
+    """sum_j R_j^T G(s_j) over one neighbour-type block: (nf, n, sel_b, 4) -> (nf, n, 4, M1)."""
+    return torch.einsum("fnjc,fnjm->fncm", block, net(block[..., :1]))
+
+
+def _two_side_masked(blocks: list[Tensor], center_type: Tensor, nets: nn.ModuleList) -> Tensor:
+    """Every centre through net (a, b), then select by centre type: static shapes for any atype."""
+    ntypes = len(blocks)
+    t_mat = 0
+    for b, block in enumerate(blocks):
+        for a in range(ntypes):
+            if block.shape[2] > 0:
+                is_a = (center_type == a)[..., None, None].to(block.dtype)
+                t_mat = t_mat + is_a * _embed_block(block, nets[a + b * ntypes])
+    return t_mat
+
+
+def _two_side_grouped(blocks: list[Tensor], groups: list[Tensor], nets: nn.ModuleList) -> Tensor:
+    """Net (a, b) on the centres of type a only (their indices known ahead): ntypes times less work."""
+    ntypes = len(blocks)
+    nf, nloc = blocks[0].shape[:2]
+    m1 = nets[0].neuron[-1]
+    t_mat = blocks[0].new_zeros(nf, nloc, 4, m1)
+    for a, idx in enumerate(groups):
+        if idx.numel() == 0:
+            continue
+        t_a = sum(_embed_block(block.index_select(1, idx), nets[a + b * ntypes])
+                  for b, block in enumerate(blocks) if block.shape[2] > 0)
+        t_mat = t_mat.index_copy(1, idx, t_a)
+    return t_mat
 
 
 class DescrptSeA(nn.Module):
@@ -80,7 +105,8 @@ class DescrptSeA(nn.Module):
     def dim_out(self) -> int:
         return self.neuron[-1] * self.axis_neuron
 
-    def forward(self, rij: Tensor, nlist: Tensor, center_type: Tensor, neighbor_type: Tensor) -> Tensor:
+    def forward(self, rij: Tensor, nlist: Tensor, center_type: Tensor, neighbor_type: Tensor,
+                groups: list[Tensor] | None = None) -> Tensor:
         """Descriptor (nf, nloc, M1*M2) in float64 from pair vectors rij (nf, nloc, nnei, 3).
 
         nlist (nf, nloc, nnei) gives the slot layout (-1 = padding); center_type (nf, nloc);
@@ -90,5 +116,6 @@ class DescrptSeA(nn.Module):
         rr = normalize_env_mat(raw, center_type, self.davg, self.dstd)
         if self.exclude_types:
             rr = rr * exclusion_mask(center_type, nlist, neighbor_type, self.excluded).to(rr.dtype)[..., None]
-        d, _ = descriptor_from_blocks(rr, center_type, self.nets, self.sel, self.type_one_side, self.axis_neuron)
+        d, _ = descriptor_from_blocks(rr, center_type, self.nets, self.sel, self.type_one_side, self.axis_neuron,
+                                      groups)
         return d.to(torch.float64)

@@ -77,8 +77,8 @@ class EnergyModel(nn.Module):
 
     def atomic_energy_from_pairs(self, pairs: PairData, rij: Tensor) -> Tensor:
         """Per-atom energies (nf, nloc), float64, from pair vectors rij (nf, nloc, nnei, 3)."""
-        desc = self.descriptor(rij, pairs.nlist, pairs.center_type, pairs.neighbor_type)
-        return self.fitting(desc, pairs.center_type)
+        desc = self.descriptor(rij, pairs.nlist_loc, pairs.center_type, pairs.neighbor_type, pairs.groups)
+        return self.fitting(desc, pairs.center_type, pairs.groups)
 
     def forward_lower(self, ext_coord: Tensor, ext_atype: Tensor, nlist: Tensor, mapping: Tensor,
                       do_atomic_virial: bool = False, create_graph: bool = False) -> dict[str, Tensor]:
@@ -113,20 +113,27 @@ class EnergyModel(nn.Module):
 
         coord, atype, box = _as_batch(coord, atype, box)
         nd = build_neighbor_data(coord, atype, box, self.rcut, self.sel)
-        return self.forward_lower(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, do_atomic_virial)
+        pairs = PairData.from_neighbors(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, self.rcut)
+        if bool((atype == atype[:1]).all()):  # one system: let each net run on its own atoms
+            pairs.groups = type_groups(atype[0], len(self.type_map))
+        return self.forward_pairs(pairs, do_atomic_virial)
 
 
 class PairData:
     """Per-pair geometry of a batch: everything the model needs from the neighbour list.
 
-    rij (nf, nloc, nnei, 3), nlist (nf, nloc, nnei) slot layout (-1 padded), nlist_loc: local owner of each
-    neighbour, center_type (nf, nloc), neighbor_type (nf, nloc, nnei).
+    rij (nf, nloc, nnei, 3) pair vectors; nlist_loc (nf, nloc, nnei) the local owner of each neighbour in the
+    DeePMD slot layout (-1 = padding); center_type (nf, nloc); neighbor_type (nf, nloc, nnei), -1 for padding.
+    groups (optional): per type, the indices of its atoms, when every frame has the same types (one system);
+    the nets then run on their own atoms only.
+    Training frames never move, so this is computed once per frame and reused at every step.
     """
 
-    def __init__(self, rij: Tensor, nlist: Tensor, nlist_loc: Tensor, center_type: Tensor,
-                 neighbor_type: Tensor) -> None:
-        self.rij, self.nlist, self.nlist_loc = rij, nlist, nlist_loc
+    def __init__(self, rij: Tensor, nlist_loc: Tensor, center_type: Tensor, neighbor_type: Tensor,
+                 groups: list[Tensor] | None = None) -> None:
+        self.rij, self.nlist_loc = rij, nlist_loc
         self.center_type, self.neighbor_type = center_type, neighbor_type
+        self.groups = groups
 
     @classmethod
     def from_neighbors(cls, ext_coord: Tensor, ext_atype: Tensor, nlist: Tensor, mapping: Tensor,
@@ -137,11 +144,19 @@ class PairData:
         flat = nlist.clamp(min=0).reshape(nf, -1)
         nlist_loc = torch.where(nlist >= 0, torch.gather(mapping, 1, flat).reshape(nf, nloc, nnei), -1)
         neighbor_type = torch.where(nlist >= 0, torch.gather(ext_atype, 1, flat).reshape(nf, nloc, nnei), -1)
-        return cls(rij, nlist, nlist_loc, ext_atype[:, :nloc].clamp(min=0), neighbor_type)
+        return cls(rij, nlist_loc, ext_atype[:, :nloc].clamp(min=0), neighbor_type)
+
+    def tensors(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        return self.rij, self.nlist_loc, self.center_type, self.neighbor_type
 
     def to(self, device: torch.device | str) -> PairData:
-        return PairData(*(t.to(device) for t in (self.rij, self.nlist, self.nlist_loc, self.center_type,
-                                                 self.neighbor_type)))
+        groups = None if self.groups is None else [g.to(device) for g in self.groups]
+        return PairData(*(t.to(device) for t in self.tensors()), groups=groups)
+
+
+def type_groups(atype: Tensor, ntypes: int) -> list[Tensor]:
+    """Per type, the indices of its atoms in one frame's atype (nloc,). Call where atype is known on the host."""
+    return [torch.nonzero(atype == t).reshape(-1) for t in range(ntypes)]
 
 
 def _as_batch(coord: Tensor, atype: Tensor, box: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
@@ -158,4 +173,4 @@ def _as_batch(coord: Tensor, atype: Tensor, box: Tensor | None) -> tuple[Tensor,
     return coord, atype, box
 
 
-__all__ = ["EnergyModel", "PairData", "forces_and_virial", "scatter_pairs"]
+__all__ = ["EnergyModel", "PairData", "forces_and_virial", "scatter_pairs", "type_groups"]

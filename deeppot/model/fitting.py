@@ -8,16 +8,22 @@ from torch import Tensor, nn
 from deeppot.model.network import MLP
 
 
-def atomic_energy(descriptor: Tensor, atype: Tensor, nets: nn.ModuleList, bias: Tensor, dtype: torch.dtype) -> Tensor:
+def atomic_energy(descriptor: Tensor, atype: Tensor, nets: nn.ModuleList, bias: Tensor, dtype: torch.dtype,
+                  groups: list[Tensor] | None = None) -> Tensor:
     """E_i = F_{t_i}(D_i) + bias[t_i] in float64.
 
     descriptor (nf, nloc, ndesc), atype (nf, nloc), bias (ntypes,) -> (nf, nloc).
-    Every net runs on every atom and the type selects the result: static shapes, no host sync.
+    With `groups` (per type, the indices of its atoms, the same in every frame) each net runs on its own atoms;
+    without, every net runs on every atom and the type selects the result. Both keep static shapes, no host sync.
     """
     x = descriptor.to(dtype)
     energy = torch.zeros(atype.shape, dtype=torch.float64, device=descriptor.device)
     for t, net in enumerate(nets):
-        energy = torch.where(atype == t, net(x)[..., 0].to(torch.float64), energy)
+        if groups is None:
+            energy = torch.where(atype == t, net(x)[..., 0].to(torch.float64), energy)
+        elif groups[t].numel() > 0:
+            e_t = net(x.index_select(1, groups[t]))[..., 0].to(torch.float64)
+            energy = energy.index_copy(1, groups[t], e_t)
     return energy + bias[atype.clamp(min=0)]
 
 
@@ -40,5 +46,5 @@ class EnergyFitting(nn.Module):
         self.register_buffer("bias_atom_e", torch.zeros(ntypes, dtype=torch.float64))
         self.register_buffer("out_bias", torch.zeros(ntypes, dtype=torch.float64))
 
-    def forward(self, descriptor: Tensor, atype: Tensor) -> Tensor:
-        return atomic_energy(descriptor, atype, self.nets, self.bias_atom_e + self.out_bias, self.dtype)
+    def forward(self, descriptor: Tensor, atype: Tensor, groups: list[Tensor] | None = None) -> Tensor:
+        return atomic_energy(descriptor, atype, self.nets, self.bias_atom_e + self.out_bias, self.dtype, groups)

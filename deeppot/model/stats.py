@@ -70,7 +70,7 @@ def set_statistics(model, pair_batches: Iterable, energies: Iterable[tuple[np.nd
     d = model.descriptor
     sums = torch.zeros(d.ntypes, 6, dtype=torch.float64)
     for pairs in pair_batches:
-        sums += env_stat_sums(pairs.rij, pairs.nlist, pairs.center_type, d.ntypes, d.rcut, d.rcut_smth,
+        sums += env_stat_sums(pairs.rij, pairs.nlist_loc, pairs.center_type, d.ntypes, d.rcut, d.rcut_smth,
                               d.env_protection).cpu()
     davg, dstd = davg_dstd_from_sums(sums, sum(d.sel), d.set_davg_zero)
     d.davg.copy_(davg.to(d.davg))

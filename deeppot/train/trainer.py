@@ -1,0 +1,295 @@
+"""The training loop (spec §9.2): one readable loop, with set-up and bookkeeping in small helpers.
+
+The step itself does no host synchronisation: the learning rate and loss prefactors are Python floats from the
+schedule, metrics stay on the device and are read only on display steps.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from deeppot.data import load_systems
+from deeppot.io.model_file import load_model, read_checkpoint
+from deeppot.model import EnergyModel
+from deeppot.model.stats import set_statistics
+from deeppot.train.checkpoint import CheckpointManager, resolve_checkpoint
+from deeppot.train.data import DataSampler, SystemFrames
+from deeppot.train.lcurve import LcurveWriter, eta_seconds, format_eta, format_log_line
+from deeppot.train.loss import EnergyLoss
+from deeppot.train.lr import build_lr
+from deeppot.train.neighbor_stat import resolve_sel
+
+log = logging.getLogger("deeppot")
+
+
+class TrainingError(RuntimeError):
+    """Training cannot go on (NaN loss, mismatched checkpoint); the message says what to do."""
+
+
+@dataclass
+class RunOptions:
+    workdir: Path
+    device: torch.device
+    restart: Path | None = None
+    init_model: Path | None = None
+    skip_neighbor_stat: bool = False
+    progress: bool | None = None  # None: a progress line when stderr is a terminal
+
+
+def pick_device(name: str | None) -> torch.device:
+    if name:
+        return torch.device(name)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class Trainer:
+    def __init__(self, config: dict[str, Any], options: RunOptions) -> None:
+        self.config, self.opt = config, options
+        tr = config["training"]
+        self.numb_steps = int(tr["numb_steps"])
+        if tr.get("seed") is not None:
+            torch.manual_seed(tr["seed"])
+        self.train_data, self.valid_data = self._load_data()
+        self.model = self._build_model().to(options.device)
+        self.lr = build_lr(config["learning_rate"], self.numb_steps)
+        self.loss = EnergyLoss(config["loss"], self.lr.start_lr)
+        self.optimizer = self._optimizer()
+        self.start_step = 0
+        if options.restart is not None:
+            self._restore(options.restart)
+        self.ckpt = CheckpointManager(tr["save_ckpt"], tr.get("save_dir"), tr["max_ckpt_keep"], options.workdir)
+
+    # ---- set-up --------------------------------------------------------------------------------------------
+
+    def _load_data(self) -> tuple[DataSampler, DataSampler | None]:
+        cfg, tr = self.config, self.config["training"]
+        type_map = cfg["model"]["type_map"]
+        systems = load_systems(tr["training_data"]["systems"], type_map,
+                               rglob_patterns=tr["training_data"].get("rglob_patterns"))
+        valid_systems = None
+        if tr.get("validation_data"):
+            valid_systems = load_systems(tr["validation_data"]["systems"], type_map,
+                                         rglob_patterns=tr["validation_data"].get("rglob_patterns"))
+        desc = cfg["model"]["descriptor"]
+        if not self.opt.skip_neighbor_stat or isinstance(desc["sel"], str):
+            desc["sel"], self.min_nbor_dist = resolve_sel(systems, desc["rcut"], desc["sel"], len(type_map))
+        else:
+            self.min_nbor_dist = -1.0
+        seed = tr.get("seed")
+        train = self._sampler(systems, tr["training_data"], seed)
+        valid = self._sampler(valid_systems, tr["validation_data"], None if seed is None else seed + 1) \
+            if valid_systems else None
+        for line in train.summary():
+            log.info(line)
+        return train, valid
+
+    def _sampler(self, systems, section: dict[str, Any], seed: int | None) -> DataSampler:
+        desc = self.config["model"]["descriptor"]
+        frames = [SystemFrames(s, desc["rcut"], desc["sel"], self.opt.device) for s in systems]
+        return DataSampler(frames, section["batch_size"], section.get("sys_probs"), section["auto_prob"], seed)
+
+    def _build_model(self) -> EnergyModel:
+        model = EnergyModel.from_config(self.config["model"])
+        model.min_nbor_dist.fill_(self.min_nbor_dist)
+        if self.opt.init_model is not None:
+            source = load_model(self.opt.init_model)
+            if source.config and source.config.get("descriptor", {}).get("sel") != model.sel:
+                raise TrainingError(f"--init-model {self.opt.init_model}: its sel {source.sel} differs from "
+                                    f"input.json's {model.sel}")
+            model.load_state_dict(source.state_dict())
+            log.info("initialised the weights from %s", self.opt.init_model)
+        elif self.opt.restart is None:
+            self._statistics(model)
+        nparams = sum(p.numel() for p in model.parameters())
+        log.info("Model Params: %.3f M (Trainable: %.3f M)", nparams / 1e6, nparams / 1e6)
+        return model
+
+    def _statistics(self, model: EnergyModel) -> None:
+        """davg/dstd and the energy shift from data_stat_nbatch batches of every training system (spec §4.7)."""
+        nbatch = self.config["model"]["data_stat_nbatch"]
+        rng = np.random.default_rng(self.config["training"].get("seed"))
+        pairs, energies = [], []
+        for frames, bs in zip(self.train_data.frames, self.train_data.batch_sizes, strict=True):
+            picked = rng.permutation(frames.nframes)[: nbatch * bs]
+            batch = frames.batch(picked)
+            pairs.append(batch.pairs)
+            counts = np.bincount(frames.system.atype, minlength=len(model.type_map))
+            energies.append((np.repeat(counts[None], len(picked), 0), frames.system.labels["energy"][picked]))
+        set_statistics(model, pairs, energies)
+
+    def _optimizer(self) -> torch.optim.Optimizer:
+        o = self.config.get("optimizer", {"type": "Adam", "adam_beta1": 0.9, "adam_beta2": 0.999,
+                                          "weight_decay": 0.0})
+        cls = {"Adam": torch.optim.Adam, "AdamW": torch.optim.AdamW}.get(o["type"])
+        if cls is None:
+            raise TrainingError(f"optimizer.type: {o['type']!r} is not supported (use Adam or AdamW)")
+        fused = self.opt.device.type == "cuda"
+        return cls(self.model.parameters(), lr=self.lr.start_lr, betas=(o["adam_beta1"], o["adam_beta2"]),
+                   weight_decay=o["weight_decay"], fused=fused)
+
+    def _restore(self, path: Path) -> None:
+        state = read_checkpoint(resolve_checkpoint(path))
+        try:
+            self.model.load_state_dict(state["model"])
+        except RuntimeError as err:
+            raise TrainingError(f"--restart {path}: the checkpoint's model does not match input.json's model "
+                                f"section ({str(err).splitlines()[0]})") from None
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.train_data.load_state_dict(state["sampler"]["train"])
+        if self.valid_data is not None and state["sampler"].get("valid"):
+            self.valid_data.load_state_dict(state["sampler"]["valid"])
+        self.start_step = int(state["step"])
+        log.info("restarting from %s at step %d", path, self.start_step)
+
+    # ---- the loop ------------------------------------------------------------------------------------------
+
+    def step(self, step: int) -> dict[str, torch.Tensor]:
+        """One optimisation step (0-based `step`); returns the batch metrics from before the update."""
+        lr = self.lr.value(step)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        batch = self.train_data.next()
+        pred = self.model.forward_pairs(batch.pairs, create_graph=True)
+        loss, metrics = self.loss(pred, batch.labels, batch.find, batch.natoms, lr)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        max_norm = self.config["training"].get("gradient_max_norm", 0.0)
+        if max_norm:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
+        self.optimizer.step()
+        return metrics
+
+    def run(self) -> None:
+        tr = self.config["training"]
+        disp_freq, save_freq = tr["disp_freq"], tr["save_freq"]
+        lcurve = LcurveWriter(self.opt.workdir / tr["disp_file"], self.loss.metric_keys,
+                              self.valid_data is not None, append=self.start_step > 0)
+        clock = _Clock(self.numb_steps, self.start_step)
+        progress = _Progress(self.numb_steps, self.opt.progress)
+        with lcurve:
+            for step in range(self.start_step, self.numb_steps):
+                metrics = self.step(step)
+                display_step = step + 1
+                if display_step % disp_freq == 0 or display_step == 1:
+                    self._display(display_step, metrics, lcurve, clock)
+                if display_step % save_freq == 0 or display_step == self.numb_steps:
+                    self._save(display_step, metrics)
+                progress.update(display_step, clock)
+        progress.close()
+        clock.report()
+        log.info("Trained model has been saved to: %s", self.ckpt.dir / f"{self.ckpt.name}.pt")
+
+    def _display(self, step: int, metrics: dict[str, torch.Tensor], lcurve: LcurveWriter, clock: _Clock) -> None:
+        trn = self.loss.display(metrics)  # the one host sync of a display step
+        self._check_finite(step, trn["rmse"])
+        val = self._validate(self.lr.value(step - 1)) if self.valid_data is not None else None
+        lr = self.lr.value(step - 1)
+        lcurve.write(step, trn, lr, val)
+        if self.config["training"]["disp_training"]:
+            log.info(format_log_line(step, "trn", trn, lr, check_nan=False))
+            if val is not None:
+                log.info(format_log_line(step, "val", val, check_nan=False))
+        wall, eta = clock.interval(step)
+        if self.config["training"]["time_training"]:
+            log.info(format_eta(step, wall, eta))
+
+    def _validate(self, lr: float) -> dict[str, float]:
+        """natoms-weighted mean of per-batch metrics over numb_btch validation batches (spec §1.7)."""
+        numb_btch = self.config["training"]["validation_data"]["numb_btch"]
+        total: dict[str, float] = {}
+        weight = 0
+        for _ in range(numb_btch):
+            batch = self.valid_data.next()
+            pred = self.model.forward_pairs(batch.pairs)
+            _, metrics = self.loss(pred, batch.labels, batch.find, batch.natoms, lr)
+            for k, v in self.loss.display(metrics).items():
+                total[k] = total.get(k, 0.0) + v * batch.natoms
+            weight += batch.natoms
+        return {k: v / weight for k, v in total.items()}
+
+    def _check_finite(self, step: int, rmse: float) -> None:
+        if not math.isfinite(rmse):
+            saved = self.ckpt.numbered()
+            last = f"the last good checkpoint is {saved[-1][1]}" if saved else "no checkpoint was saved yet"
+            raise TrainingError(f"NaN detected at batch {step}: the loss is {rmse}; training stopped and "
+                                f"{last}. Lower learning_rate.start_lr or check the data for bad frames.")
+
+    def _save(self, step: int, metrics: dict[str, torch.Tensor]) -> None:
+        self._check_finite(step, float(metrics["rmse"]))  # never save a model that has gone NaN
+        state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                 "config": self.config, "step": step,
+                 "sampler": {"train": self.train_data.state_dict(),
+                             "valid": self.valid_data.state_dict() if self.valid_data else None}}
+        self.ckpt.save(step, state)
+
+
+class _Clock:
+    """Wall time per display interval, ETA and the final average time per batch."""
+
+    def __init__(self, numb_steps: int, start_step: int) -> None:
+        self.numb_steps, self.start_step = numb_steps, start_step
+        self.t0 = self.t_last = time.perf_counter()
+        self.last_step, self.first_interval_steps = start_step, None
+        self.t_first = None
+
+    def interval(self, step: int) -> tuple[float, int | None]:
+        now = time.perf_counter()
+        wall, steps = now - self.t_last, step - self.last_step
+        eta = eta_seconds(self.numb_steps, step, wall, steps) if self.last_step > self.start_step else None
+        if self.t_first is None and step > self.start_step + 1:
+            self.t_first, self.first_interval_steps = now, step - self.start_step
+        self.t_last, self.last_step = now, step
+        return wall, eta
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def report(self) -> None:
+        total = self.numb_steps - self.start_step
+        if self.t_first is not None and self.first_interval_steps < total:
+            per = (time.perf_counter() - self.t_first) / (total - self.first_interval_steps)
+            log.info("average training time: %.4f s/batch (%d batches excluded)", per, self.first_interval_steps)
+        elif total > 0:
+            log.info("average training time: %.4f s/batch", self.elapsed() / total)
+
+
+class _Progress:
+    """A one-line progress bar on a terminal, redrawn at most twice a second."""
+
+    def __init__(self, numb_steps: int, enabled: bool | None) -> None:
+        self.numb_steps = numb_steps
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.t_draw = 0.0
+
+    def update(self, step: int, clock: _Clock) -> None:
+        now = time.perf_counter()
+        if not self.enabled or (now - self.t_draw < 0.5 and step < self.numb_steps):
+            return
+        self.t_draw = now
+        done = step - clock.start_step
+        rate = done / max(clock.elapsed(), 1e-9)
+        eta = (self.numb_steps - step) / rate if rate > 0 else 0.0
+        width = 30
+        filled = int(width * step / self.numb_steps)
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {step}/{self.numb_steps} "
+                         f"{rate:6.1f} steps/s  eta {time.strftime('%H:%M:%S', time.gmtime(eta))}")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+def train(config: dict[str, Any], options: RunOptions) -> Trainer:
+    trainer = Trainer(config, options)
+    trainer.run()
+    return trainer
