@@ -1,0 +1,260 @@
+"""Cell-list neighbour builder: linear in the number of atoms, same selection rule as the reference.
+
+Per frame: (a) wrap the atoms, (b) add only the ghosts that lie within rcut of the cell (in fractional coordinates,
+so skewed cells and cells smaller than rcut work), (c) bin local + ghost atoms into cubic bins of edge ~rcut/2 in
+their bounding box and sort them by bin, (d) for each local atom take the atoms of the bins within reach as a ragged
+list of candidate pairs (no padding to the fullest bin), keep the pairs within rcut, pack them into rows and select
+with `select_neighbors`, the reference's rule. Frames are processed one at a time (a few host syncs each, fine in a
+build step) and padded to a common nall with atoms of type -1.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from deeppot.nlist.ghosts import as_box, face_distances, frac_to_cart, image_shifts, wrap_coords, wrap_fractional
+from deeppot.nlist.selection import distance, mask_virtual_centres, select_neighbors
+
+# Fractional slack on the ghost region: a few extra ghosts cost nothing, a missing one is a wrong list.
+_GHOST_SLACK = 1e-6
+# Relative slack on the bin edge: rcut / edge stays just below a whole number, so that rounding never puts a
+# neighbour at exactly rcut one bin farther than `reach`.
+_EDGE_SLACK = 1e-6
+# Bins of edge rcut / 2 searched over +-2 bins cover a (2.5 rcut)^3 box instead of the (3 rcut)^3 of rcut-bins.
+_BINS_PER_RCUT = 2
+
+
+@dataclass
+class Bins:
+    """Atoms sorted into a grid of cubic bins; bin id = (z * ny + y) * nx + x, so x-neighbours are contiguous."""
+
+    order: Tensor  # (nall,) atom indices sorted by bin
+    start: Tensor  # (nbins,) position in `order` of each bin's first atom
+    count: Tensor  # (nbins,) atoms per bin
+    cell: Tensor  # (nall, 3) int64 bin coordinates (x, y, z) of each atom
+    dims: list[int]  # bins per direction
+    reach: int  # a neighbour within rcut is at most `reach` bins away in each direction
+
+
+def build_cell_list(
+    coord: Tensor,
+    atype: Tensor,
+    box: Tensor | None,
+    rcut: float,
+    sel: Sequence[int],
+    check_overflow: bool = True,
+    chunk_elems: int | None = None,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Extended atoms and neighbour list with a cell list.
+
+    Args:
+        coord: (nf, nloc, 3) positions.
+        atype: (nf, nloc) int64 types (type < 0: virtual atom, never a neighbour, gets no list).
+        box: (nf, 3, 3) or (nf, 9) cell row vectors, or None (non-periodic).
+        rcut: cutoff radius.
+        sel: maximal neighbours per type.
+        check_overflow: emit a NeighborOverflowWarning when a type has more than sel[t] neighbours.
+        chunk_elems: candidate pairs handled at once (bounds memory, ~100 bytes a pair); default by device.
+
+    Returns:
+        ext_coord (nf, nall, 3), ext_atype (nf, nall), mapping (nf, nall), nlist (nf, nloc, sum(sel)); nall is the
+        largest per-frame count, shorter frames are padded with type -1, mapping 0 atoms placed beyond rcut.
+    """
+    nf, nloc = atype.shape
+    if nloc == 0:
+        raise ValueError("build_cell_list needs at least one atom per frame")
+    if chunk_elems is None:
+        chunk_elems = 2**24 if coord.is_cuda else 2**21
+    if box is None:
+        frac, boxes = None, None
+    else:
+        # Wrapped for the whole batch with the reference's own calls, so both builders agree bitwise.
+        boxes = as_box(box, nf, coord.dtype)
+        frac = wrap_fractional(coord, boxes)
+        coord = wrap_coords(coord, boxes)
+    frames = [
+        _build_frame(coord[f], atype[f], None if box is None else (frac[f], boxes[f]), rcut, sel, chunk_elems)
+        for f in range(nf)
+    ]
+    ext_coord, ext_atype, mapping = _pad_frames([fr[:3] for fr in frames], rcut)
+    nlist = torch.stack([fr[3] for fr in frames])
+    count = torch.stack([fr[4] for fr in frames])
+    nlist = mask_virtual_centres(nlist, count, atype, sel, rcut, check_overflow)
+    return ext_coord, ext_atype, mapping, nlist
+
+
+def _build_frame(
+    coord: Tensor,
+    atype: Tensor,
+    cell: tuple[Tensor, Tensor] | None,
+    rcut: float,
+    sel: Sequence[int],
+    chunk_elems: int,
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """One frame: wrapped coord (nloc, 3), atype (nloc,), (frac (nloc, 3), box (3, 3)) | None ->
+    ext_coord, ext_atype, mapping, nlist, count."""
+    ext_coord, ext_atype, mapping = extend_frame(coord, atype, cell, rcut)
+    pos = ext_coord.detach()
+    bins = bin_atoms(pos, rcut)
+    nloc = coord.shape[0]
+    seg_start, seg_len = _segments(bins, torch.arange(nloc, device=pos.device))
+    # Chunks of centres with about chunk_elems candidate pairs each (one host sync for the split points).
+    pairs = torch.cumsum(seg_len.sum(dim=1), 0).cpu()
+    ends = torch.searchsorted(pairs, torch.arange(1, int(pairs[-1]) // chunk_elems + 1) * chunk_elems).tolist()
+    bounds = sorted({0, nloc, *(min(max(e, 1), nloc) for e in ends)})
+    pos_sorted, type_sorted = pos[bins.order], ext_atype[bins.order]
+    parts = []
+    for a, b in itertools.pairwise(bounds):
+        count_pairs = int(pairs[b - 1] - (pairs[a - 1] if a > 0 else 0))
+        cand = _candidate_pairs(seg_start[a:b], seg_len[a:b], count_pairs)
+        parts.append(_select_chunk(pos, pos_sorted, type_sorted, bins.order, a, b - a, cand, rcut, sel))
+    nlist = torch.cat([p[0] for p in parts])
+    count = torch.cat([p[1] for p in parts])
+    return ext_coord, ext_atype, mapping, nlist, count
+
+
+def ghost_images(frac: Tensor, box: Tensor, rcut: float) -> tuple[Tensor, Tensor]:
+    """Periodic images that can be within rcut of an atom in the cell.
+
+    Args:
+        frac: (nloc, 3) wrapped fractional coordinates in [0, 1].
+        box: (3, 3) cell row vectors.
+        rcut: cutoff radius.
+
+    Returns:
+        atom (nghost,) int64 owner of each ghost, shift (nghost, 3) int64 lattice shift; ordered by shift norm, then
+        atom. A point within rcut of the cell is within rcut / h_d of it in fractional direction d (h_d = face
+        distance), so that slab, not the whole shifted cell, is kept.
+    """
+    reach = (rcut / face_distances(box) + _GHOST_SLACK).to(frac.dtype)  # (3,)
+    nbuff = [math.floor(x) + 1 for x in reach.cpu().tolist()]
+    shifts = image_shifts(nbuff, frac.device)[1:]  # zero shift = the local atoms themselves
+    img = frac[None, :, :] + shifts[:, None, :].to(frac.dtype)  # (nshift, nloc, 3)
+    keep = ((img >= -reach) & (img <= 1 + reach)).all(dim=-1)
+    shift_index, atom = keep.nonzero(as_tuple=True)
+    return atom, shifts[shift_index]
+
+
+def extend_frame(
+    coord: Tensor, atype: Tensor, cell: tuple[Tensor, Tensor] | None, rcut: float
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Local atoms followed by the ghosts of `ghost_images`.
+
+    Args:
+        coord: (nloc, 3) positions, already wrapped into the cell when periodic.
+        atype: (nloc,) types.
+        cell: (frac (nloc, 3) wrapped fractional coordinates, box (3, 3)), or None (non-periodic).
+        rcut: cutoff radius.
+
+    Returns:
+        ext_coord (nall, 3), ext_atype (nall,), mapping (nall,); differentiable in coord and box.
+    """
+    local = torch.arange(coord.shape[0], device=coord.device)
+    if cell is None:
+        return coord.clone(), atype.clone(), local
+    frac, box = cell
+    atom, shift = ghost_images(frac.detach(), box.detach(), rcut)
+    ghosts = coord[atom] + frac_to_cart(shift.to(coord.dtype), box)  # as in `extend_coords`: bitwise equal
+    return torch.cat([coord, ghosts]), torch.cat([atype, atype[atom]]), torch.cat([local, atom])
+
+
+def bin_atoms(pos: Tensor, rcut: float, bins_per_atom: float = 2.0) -> Bins:
+    """Sort atoms (nall, 3) into cubic bins of edge about rcut / 2 spanning their bounding box.
+
+    The edge grows when the bounding box is sparse (a spread-out cluster), so that the number of bins stays below
+    `bins_per_atom * nall + 64` and memory stays linear.
+    """
+    pos = pos.to(torch.float64)  # binning in float64: float32 rounding must not move an atom one bin too far
+    lo = pos.amin(dim=0)
+    extent = (pos.amax(dim=0) - lo).cpu().tolist()
+    max_bins = bins_per_atom * pos.shape[0] + 64
+    sparse_edge = (math.prod(e + rcut for e in extent) / max_bins) ** (1 / 3)
+    edge = max(rcut / _BINS_PER_RCUT, sparse_edge) * (1 + _EDGE_SLACK)
+    dims = [int(e // edge) + 1 for e in extent]
+    cell = torch.minimum(torch.floor((pos - lo) / edge).long(), torch.tensor(dims, device=pos.device) - 1)
+    bin_id = (cell[:, 2] * dims[1] + cell[:, 1]) * dims[0] + cell[:, 0]
+    order = torch.argsort(bin_id, stable=True)
+    count = torch.bincount(bin_id, minlength=math.prod(dims))
+    start = torch.cumsum(count, 0) - count
+    return Bins(order, start, count, cell, dims, math.ceil(rcut / edge))
+
+
+def _segments(bins: Bins, centres: Tensor) -> tuple[Tensor, Tensor]:
+    """Candidate ranges of each centre: for every (y, z) bin row within reach, the contiguous run of bins from
+    x - reach to x + reach in the sorted order. centres (C,) -> seg_start, seg_len (C, (2 reach + 1)^2) int64."""
+    nx, ny, nz = bins.dims
+    steps = torch.arange(-bins.reach, bins.reach + 1, device=centres.device)
+    dy, dz = torch.meshgrid(steps, steps, indexing="ij")
+    cell = bins.cell[centres]  # (C, 3)
+    y = cell[:, 1:2] + dy.reshape(1, -1)
+    z = cell[:, 2:3] + dz.reshape(1, -1)
+    inside = (y >= 0) & (y < ny) & (z >= 0) & (z < nz)
+    row = (z.clamp(0, nz - 1) * ny + y.clamp(0, ny - 1)) * nx  # clamped only to index safely; `inside` masks
+    first = row + (cell[:, 0:1] - bins.reach).clamp(min=0)
+    last = row + (cell[:, 0:1] + bins.reach).clamp(max=nx - 1)
+    seg_start = bins.start[first]
+    seg_len = torch.where(inside, bins.start[last] + bins.count[last] - seg_start, 0)
+    return seg_start, seg_len
+
+
+def _candidate_pairs(seg_start: Tensor, seg_len: Tensor, total: int) -> tuple[Tensor, Tensor]:
+    """Flatten the segments of C centres into pairs: -> row (total,) centre row in the chunk, at (total,) position
+    in the bin-sorted atom order. Ragged, so no padding to the fullest bin."""
+    nseg = seg_len.shape[1]
+    lens = seg_len.reshape(-1)
+    seg = torch.repeat_interleave(torch.arange(lens.shape[0], device=lens.device), lens, output_size=total)
+    first = torch.cumsum(lens, 0) - lens
+    at = seg_start.reshape(-1)[seg] + torch.arange(total, device=lens.device) - first[seg]
+    return seg // nseg, at
+
+
+def _select_chunk(
+    pos: Tensor,
+    pos_sorted: Tensor,
+    type_sorted: Tensor,
+    order: Tensor,
+    offset: int,
+    ncentre: int,
+    cand: tuple[Tensor, Tensor],
+    rcut: float,
+    sel: Sequence[int],
+) -> tuple[Tensor, Tensor]:
+    """Distances of the candidate pairs, keep those within rcut, pack them into rows and select.
+
+    pos (nall, 3); pos_sorted, type_sorted, order (nall,) in bin order; centres offset..offset+ncentre-1;
+    cand = (row, at) from `_candidate_pairs`. Returns nlist (ncentre, nnei), count (ncentre, ntypes).
+    """
+    row, at = cand
+    centre = row + offset
+    rr = distance(pos[centre], pos_sorted[at])
+    j = order[at]
+    keep = ((rr <= rcut) & (j != centre) & (type_sorted[at] >= 0)).nonzero().squeeze(1)
+    row, rr, j = row[keep], rr[keep], j[keep]
+    # Pack the kept pairs (already grouped by row) into (ncentre, kmax) rows, padding with inf.
+    per_row = torch.bincount(row, minlength=ncentre)
+    kmax = int(per_row.max()) if ncentre else 0
+    col = torch.arange(row.shape[0], device=row.device) - (torch.cumsum(per_row, 0) - per_row)[row]
+    rr_rows = rr.new_full((ncentre, kmax), float("inf")).index_put_((row, col), rr)
+    j_rows = j.new_full((ncentre, kmax), -1).index_put_((row, col), j)
+    t_rows = j.new_full((ncentre, kmax), -1).index_put_((row, col), type_sorted[at[keep]])
+    return select_neighbors(rr_rows, j_rows, t_rows, rcut, sel)
+
+
+def _pad_frames(frames: list[tuple[Tensor, Tensor, Tensor]], rcut: float) -> tuple[Tensor, Tensor, Tensor]:
+    """Stack per-frame (nall_f, 3), (nall_f,), (nall_f,) to a common nall; padding atoms have type -1, mapping 0
+    and sit beyond rcut of every real atom (so even a type-blind consumer never pairs them)."""
+    nall = max(fr[0].shape[0] for fr in frames)
+    coords, types, maps = [], [], []
+    for ext_coord, ext_atype, mapping in frames:
+        npad = nall - ext_coord.shape[0]
+        far = ext_coord.detach().amax(dim=0) + 2 * rcut
+        coords.append(torch.cat([ext_coord, far.expand(npad, 3)]))
+        types.append(torch.cat([ext_atype, ext_atype.new_full((npad,), -1)]))
+        maps.append(torch.cat([mapping, mapping.new_zeros(npad)]))
+    return torch.stack(coords), torch.stack(types), torch.stack(maps)

@@ -1,0 +1,96 @@
+"""Periodic images (spec §3.1): wrap atoms into the cell and append every image that can lie within `rcut`.
+
+Boxes are row vectors: `box[f, k]` is lattice vector k of frame f, and a position is `frac @ box`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+
+def as_box(box: Tensor, nf: int, dtype: torch.dtype) -> Tensor:
+    """Box as (nf, 3, 3) in the coordinates' dtype; accepts (nf, 9) or (nf, 3, 3)."""
+    return box.reshape(nf, 3, 3).to(dtype)
+
+
+def wrap_fractional(coord: Tensor, box: Tensor) -> Tensor:
+    """Fractional coordinates folded into [0, 1): (..., nloc, 3) with box (..., 3, 3) -> (..., nloc, 3)."""
+    frac = torch.matmul(coord, torch.linalg.inv(box))
+    return torch.remainder(frac, 1.0)
+
+
+def frac_to_cart(frac: Tensor, box: Tensor) -> Tensor:
+    """frac @ box written out element by element: (..., 3) with box broadcast to (..., 3, 3) -> (..., 3).
+
+    Elementwise ops round the same way whatever the shapes, unlike matmul kernels, so both builders produce
+    bitwise identical positions for the same atom image (the cell list works frame by frame, the reference on
+    the batch).
+    """
+    return frac[..., 0:1] * box[..., 0, :] + frac[..., 1:2] * box[..., 1, :] + frac[..., 2:3] * box[..., 2, :]
+
+
+def wrap_coords(coord: Tensor, box: Tensor) -> Tensor:
+    """Atoms moved into the cell: (nf, nloc, 3) with box (nf, 3, 3) -> (nf, nloc, 3). Differentiable (the shift
+    is constant)."""
+    return frac_to_cart(wrap_fractional(coord, box), box[:, None])
+
+
+def face_distances(box: Tensor) -> Tensor:
+    """Distances between opposite faces of each cell, (..., 3, 3) -> (..., 3): h_a = V / |b x c| etc."""
+    a, b, c = box[..., 0, :], box[..., 1, :], box[..., 2, :]
+    volume = torch.linalg.det(box).abs()
+    areas = torch.stack(
+        [torch.linalg.cross(b, c).norm(dim=-1), torch.linalg.cross(c, a).norm(dim=-1),
+         torch.linalg.cross(a, b).norm(dim=-1)], dim=-1)
+    return volume[..., None] / areas
+
+
+def image_shifts(nbuff: list[int], device: torch.device | str = "cpu") -> Tensor:
+    """All integer shifts in [-nbuff_d, nbuff_d]^3 ordered by their norm, zero first: (nshift, 3) int64.
+
+    The order is a stable sort on the integer squared norm (built on the CPU), so it is the same on every device.
+    """
+    axes = [torch.arange(-n, n + 1, dtype=torch.int64) for n in nbuff]
+    shifts = torch.cartesian_prod(*axes).reshape(-1, 3)
+    order = torch.sort((shifts * shifts).sum(-1), stable=True).indices
+    return shifts[order].to(device)
+
+
+def nbuff_for(box: Tensor, rcut: float) -> list[int]:
+    """Image layers per direction, ceil(rcut / h_d), maximum over frames (one host sync): box (nf, 3, 3)."""
+    h = face_distances(box.detach()).amin(dim=0).cpu()
+    return [max(0, math.ceil(rcut / float(x))) for x in h]
+
+
+def extend_coords(
+    coord: Tensor, atype: Tensor, box: Tensor | None, rcut: float
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Local atoms followed by their periodic images (DeePMD-kit's `extend_coord_with_ghosts`).
+
+    Args:
+        coord: (nf, nloc, 3) positions.
+        atype: (nf, nloc) int64 types.
+        box: (nf, 3, 3) or (nf, 9) cell row vectors, or None for a non-periodic system.
+        rcut: cutoff radius; every image within `rcut` of a local atom is present.
+
+    Returns:
+        ext_coord (nf, nall, 3), ext_atype (nf, nall), mapping (nf, nall) with `nall = nshift * nloc`, extended
+        index `shift_index * nloc + i`, shift 0 first (so the first nloc atoms are the wrapped local atoms).
+        Without a box, `nall = nloc` and the coordinates are not wrapped.
+    """
+    nf, nloc = atype.shape
+    aidx = torch.arange(nloc, dtype=torch.int64, device=coord.device).expand(nf, nloc)
+    if box is None:
+        return coord.clone(), atype.clone(), aidx.clone()
+    box = as_box(box, nf, coord.dtype)
+    coord = wrap_coords(coord, box)
+    shifts = image_shifts(nbuff_for(box, rcut), coord.device)  # (ns, 3)
+    ns = shifts.shape[0]
+    shift_vec = frac_to_cart(shifts.to(coord.dtype)[None], box[:, None])  # (nf, ns, 3)
+    ext_coord = (coord[:, None, :, :] + shift_vec[:, :, None, :]).reshape(nf, ns * nloc, 3)
+    ext_atype = atype.repeat(1, ns)
+    mapping = aidx.repeat(1, ns)
+    return ext_coord, ext_atype, mapping
