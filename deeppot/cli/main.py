@@ -66,9 +66,9 @@ def _test(args: argparse.Namespace) -> None:
     report = run_test(model, systems, numb_test=args.numb_test, detail_file=args.detail_file,
                       shuffle_test=args.shuffle_test, rand_seed=args.rand_seed)
     if args.plot:
-        from deeppot.evaluate import plot_parity
+        from deeppot.evaluate.plots import parity_plot
 
-        plot_parity(report, args.plot)
+        parity_plot(report, args.plot)
         log.info("parity plot written to %s", args.plot)
 
 

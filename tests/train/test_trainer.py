@@ -96,13 +96,15 @@ def test_step_one_metrics_equal_direct_loss(tmp_path, systems):
 def test_training_lowers_validation_force_error(tmp_path):
     train = [str(EXAMPLE_DATA / "data_0")]
     valid = [str(EXAMPLE_DATA / "data_3")]
-    config = tiny_input(train, valid, steps=80)
-    config["learning_rate"] = {"start_lr": 3e-3, "stop_lr": 3e-4}
-    config["training"].update(disp_freq=20, save_freq=80)
-    config["training"]["validation_data"]["numb_btch"] = 8
+    config = tiny_input(train, valid, steps=200)
+    config["model"]["descriptor"]["neuron"] = [8, 16]
+    config["learning_rate"] = {"start_lr": 2e-3, "stop_lr": 1e-3}
+    config["training"].update(disp_freq=50, save_freq=200)
+    config["training"]["validation_data"]["numb_btch"] = 4
     run(config, tmp_path)
     curve = read_lcurve(tmp_path / "lcurve.out")
-    assert curve["rmse_f_val"][-1] < 0.7 * curve["rmse_f_val"][0]
+    # measured: 0.83 -> 0.50 eV/Å in 200 steps; an untrained or mis-signed force term stays near 0.83
+    assert curve["rmse_f_val"][-1] < 0.75 * curve["rmse_f_val"][0]
 
 
 def test_restart_continues_bit_for_bit(tmp_path, systems, monkeypatch):

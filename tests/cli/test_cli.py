@@ -1,0 +1,74 @@
+"""The `deeppot` command end to end on tiny data: train -> freeze -> test -> plot, and user errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "train"))
+from test_trainer import small_system, tiny_input  # noqa: E402
+
+from deeppot.cli.main import main  # noqa: E402
+from deeppot.io import load_model  # noqa: E402
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_train_freeze_test_plot(tmp_path, monkeypatch, capsys, precision):
+    monkeypatch.chdir(tmp_path)
+    config = tiny_input([small_system(tmp_path, "train")], [small_system(tmp_path, "valid", nframes=3)],
+                        steps=4, precision=precision)
+    (tmp_path / "input.json").write_text(json.dumps(config))
+    assert main(["train", "input.json"]) == 0
+    out_json = json.loads((tmp_path / "out.json").read_text())
+    assert out_json["model"]["descriptor"]["sel"] == [16, 32]
+    assert out_json["training"]["max_ckpt_keep"] == 5  # defaults are filled
+    assert main(["freeze", "-o", "model.dp"]) == 0
+    model = load_model(tmp_path / "model.dp")
+    assert model.descriptor.dtype.__repr__().endswith(precision)
+    capsys.readouterr()
+    assert main(["test", "-m", "model.dp", "-s", "valid", "-d", "detail", "--plot", "parity.png"]) == 0
+    report = capsys.readouterr().out
+    assert "Energy RMSE/Natoms" in report and "Force  RMSE" in report
+    predicted = np.loadtxt(tmp_path / "detail.e.out")
+    assert predicted.shape == (3, 2)
+    assert main(["plot", "lcurve.out", "-o", "curves.png"]) == 0
+    for png in ("parity.png", "curves.png"):
+        assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def write_input(tmp_path, change) -> None:
+    config = tiny_input([small_system(tmp_path, "train")], None, steps=2)
+    change(config)
+    (tmp_path / "input.json").write_text(json.dumps(config))
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda c: c["training"].update(disp_frequency=10),
+     "training.disp_frequency: unknown key 'disp_frequency'; did you mean 'disp_freq'?"),
+    (lambda c: c["model"]["descriptor"].update(rcut_smth=6.0),
+     "model.descriptor.rcut_smth: must be smaller than rcut"),
+    (lambda c: c["model"]["descriptor"].update(sel=[16]),
+     "model.descriptor.sel: needs one entry per type in type_map (2), got 1"),
+    (lambda c: c["model"]["descriptor"].update(type="se_atten"),
+     "model.descriptor.type: descriptor 'se_atten' is not supported"),
+    (lambda c: c["training"]["training_data"].update(systems=["no/such/dir"]), "no/such/dir"),
+])
+def test_config_errors_are_one_clear_line(tmp_path, monkeypatch, capsys, change, message):
+    monkeypatch.chdir(tmp_path)
+    write_input(tmp_path, change)
+    assert main(["train", "input.json"]) == 1
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "lcurve.out").exists()  # nothing started
+
+
+def test_bad_json_names_file_and_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "input.json").write_text('{"model": {,}}')
+    assert main(["train", "input.json"]) == 1
+    err = capsys.readouterr().err
+    assert "input.json" in err and "line 1" in err
