@@ -24,10 +24,16 @@ def _train(args: argparse.Namespace) -> None:
     options = RunOptions(workdir=Path.cwd(), device=pick_device(args.device),
                          restart=Path(args.restart) if args.restart else None,
                          init_model=Path(args.init_model) if args.init_model else None,
-                         skip_neighbor_stat=args.skip_neighbor_stat)
+                         skip_neighbor_stat=args.skip_neighbor_stat,
+                         cuda_graph=False if args.no_cuda_graph else None)
     log.info("training on %s", options.device)
     trainer = Trainer(config, options)
     write_out_json(config, args.output)
+    if args.profile:
+        from deeppot.train.profile import profile_training
+
+        print(profile_training(trainer, trace=config["training"]["profiling_file"]))
+        return
     trainer.run()
 
 
@@ -92,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("-i", "--init-model", help="start from another model's weights (.pt or .dp)")
     p.add_argument("--skip-neighbor-stat", action="store_true", help="skip the neighbour statistics of the data")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when available)")
+    p.add_argument("--no-cuda-graph", action="store_true", help="run the step eagerly on a GPU (for debugging)")
+    p.add_argument("--profile", action="store_true", help="profile a few steps, print the top kernels, write a trace")
     p.set_defaults(func=_train)
 
     p = sub.add_parser("freeze", help="write a frozen model (DeePMD-kit .dp format)")

@@ -1,7 +1,8 @@
-"""Training data on the device: per-system frames, their cached pair geometry, and batch sampling (spec §1.3-1.5).
+"""Training data on the device: frames, their cached pair geometry, and batch sampling (spec §1.3-1.5).
 
-Training frames never move, so each frame's neighbour list and pair vectors are built once, on first use, and
-reused at every later step.
+Training frames never move, so each frame's neighbour list and pair vectors are built once and reused at every step.
+Systems with the same atom types (same `type.raw` after sorting) share one `FrameStore`: their frames are
+concatenated, so a batch of any of them is a gather from one set of tensors (what a captured CUDA graph needs).
 """
 
 from __future__ import annotations
@@ -28,88 +29,126 @@ BUILD_CHUNK = 16  # frames per neighbour-list call: bounds the memory of the bui
 class Batch:
     pairs: PairData
     labels: dict[str, Tensor]  # energy (nf,), force (nf, nloc, 3), virial (nf, 9), atom_ener, atom_pref (nf, nloc)
-    find: dict[str, float]
+    find: dict[str, Tensor]    # 0-d float64 tensors: 1 where the label exists on disk
     natoms: int
-    system: int
 
 
-class SystemFrames:
-    """One system on the device: labels as tensors, pair geometry built lazily per frame and cached."""
+class FrameStore:
+    """Frames of all systems with one atype vector, concatenated on the device.
 
-    def __init__(self, system: System, rcut: float, sel: list[int], device: torch.device) -> None:
-        self.system, self.rcut, self.sel, self.device = system, rcut, list(sel), device
-        self.labels = {k: torch.as_tensor(system.labels[k], device=device) for k in LABEL_KEYS}
-        self.find = {k: float(system.find[k]) for k in LABEL_KEYS}
-        self.atype = torch.as_tensor(system.atype, device=device)
+    Pair geometry is built lazily (on first use of a frame) or all at once with `build_all`.
+    Per frame: rij (nloc, nnei, 3) float64, nlist_loc and neighbor_type (nloc, nnei), labels, find flags.
+    """
+
+    def __init__(self, systems: list[System], rcut: float, sel: list[int], device: torch.device) -> None:
+        self.systems, self.rcut, self.sel, self.device = systems, rcut, list(sel), device
+        self.offsets = np.cumsum([0] + [s.nframes for s in systems])
+        nf, nloc, nnei = int(self.offsets[-1]), systems[0].natoms, sum(sel)
+        cat = lambda key: torch.as_tensor(np.concatenate([s.labels[key] for s in systems]), device=device)  # noqa: E731
+        self.labels = {k: cat(k) for k in LABEL_KEYS}
+        # find flags per frame, so systems with and without a label can share the store
+        self.find = {k: torch.as_tensor(np.concatenate([np.full(s.nframes, float(s.find[k])) for s in systems]),
+                                        device=device) for k in LABEL_KEYS}
+        self.atype = torch.as_tensor(systems[0].atype, device=device)
         self.groups = type_groups(self.atype, len(sel))
-        nf, nloc, nnei = system.nframes, system.natoms, sum(sel)
-        self._rij = torch.zeros(nf, nloc, nnei, 3, dtype=torch.float64, device=device)
-        self._nlist_loc = torch.full((nf, nloc, nnei), -1, dtype=torch.long, device=device)
-        self._neighbor_type = torch.full((nf, nloc, nnei), -1, dtype=torch.long, device=device)
-        self._built = np.zeros(nf, dtype=bool)  # host-side bookkeeping: no device sync to check it
-
-    @property
-    def nframes(self) -> int:
-        return self.system.nframes
+        self.rij = torch.zeros(nf, nloc, nnei, 3, dtype=torch.float64, device=device)
+        self.nlist_loc = torch.full((nf, nloc, nnei), -1, dtype=torch.long, device=device)
+        self.neighbor_type = torch.full((nf, nloc, nnei), -1, dtype=torch.long, device=device)
+        self.built = np.zeros(nf, dtype=bool)  # host-side bookkeeping: no device sync to check it
 
     @property
     def natoms(self) -> int:
-        return self.system.natoms
+        return self.systems[0].natoms
 
     def build(self, frames: np.ndarray) -> None:
-        """Build the neighbour data of the frames not built yet."""
-        todo = np.unique(frames[~self._built[frames]])
+        """Build the neighbour data of the (global) frames not built yet."""
+        todo = np.unique(frames[~self.built[frames]])
         for start in range(0, len(todo), BUILD_CHUNK):
             self._build_chunk(todo[start:start + BUILD_CHUNK])
 
+    def build_all(self) -> None:
+        self.build(np.arange(len(self.built)))
+
     def _build_chunk(self, frames: np.ndarray) -> None:
-        s = self.system
-        coord = torch.as_tensor(s.coord[frames], device=self.device)
-        box = None if s.box is None else torch.as_tensor(s.box[frames], device=self.device)
-        atype = self.atype[None].expand(len(frames), -1)
-        nd = build_neighbor_data(coord, atype, box, self.rcut, self.sel)
+        sys_of = np.searchsorted(self.offsets, frames, side="right") - 1
+        coord = np.stack([self.systems[s].coord[f - self.offsets[s]] for s, f in zip(sys_of, frames, strict=True)])
+        boxes = [self.systems[s].box for s in sys_of]
+        box = None if boxes[0] is None else np.stack([b[f - self.offsets[s]] for b, s, f in
+                                                      zip(boxes, sys_of, frames, strict=True)])
+        coord_t = torch.as_tensor(coord, device=self.device)
+        box_t = None if box is None else torch.as_tensor(box, device=self.device)
+        nd = build_neighbor_data(coord_t, self.atype[None].expand(len(frames), -1), box_t, self.rcut, self.sel)
         pairs = PairData.from_neighbors(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, self.rcut)
         index = torch.as_tensor(frames, device=self.device)
-        self._rij[index] = pairs.rij
-        self._nlist_loc[index] = pairs.nlist_loc
-        self._neighbor_type[index] = pairs.neighbor_type
-        self._built[frames] = True
+        self.rij[index] = pairs.rij
+        self.nlist_loc[index] = pairs.nlist_loc
+        self.neighbor_type[index] = pairs.neighbor_type
+        self.built[frames] = True
 
-    def batch(self, frames: np.ndarray, system_index: int = 0) -> Batch:
-        self.build(frames)
-        index = torch.as_tensor(frames, device=self.device)
-        center_type = self.atype[None].expand(len(frames), -1)
-        pairs = PairData(self._rij[index], self._nlist_loc[index], center_type, self._neighbor_type[index],
-                         self.groups)
+    def gather(self, index: Tensor) -> Batch:
+        """The batch of (global) frames `index` (1-D long tensor on the device); no host sync."""
+        center_type = self.atype[None].expand(index.shape[0], -1)
+        pairs = PairData(self.rij[index], self.nlist_loc[index], center_type, self.neighbor_type[index], self.groups)
         labels = {k: v[index] for k, v in self.labels.items()}
-        return Batch(pairs, labels, self.find, self.natoms, system_index)
+        # one system per batch: the first frame's flags (a 1-element gather; indexing with a 0-d tensor would sync)
+        find = {k: v[index[:1]].reshape(()) for k, v in self.find.items()}
+        return Batch(pairs, labels, find, self.natoms)
+
+
+def make_stores(systems: list[System], rcut: float, sel: list[int], device: torch.device) -> tuple[
+        list[FrameStore], list[tuple[int, int]]]:
+    """Group systems by atype vector (and periodicity) into stores; returns them and, per system, (store, offset)."""
+    keys: dict[bytes, list[int]] = {}
+    for i, s in enumerate(systems):
+        keys.setdefault(s.atype.astype(np.int64).tobytes() + bytes([s.box is None]), []).append(i)
+    stores, where = [], [(0, 0)] * len(systems)
+    for members in keys.values():
+        store = FrameStore([systems[i] for i in members], rcut, sel, device)
+        for j, i in enumerate(members):
+            where[i] = (len(stores), int(store.offsets[j]))
+        stores.append(store)
+    return stores, where
 
 
 class DataSampler:
     """Picks a system by probability, then the next shuffled batch of that system (DeePMD-kit PT semantics)."""
 
-    def __init__(self, frames: list[SystemFrames], batch_size, sys_probs, auto_prob: str, seed: int | None) -> None:
-        self.frames = frames
-        sizes = resolve_batch_sizes(batch_size, [f.natoms for f in frames])
-        kept = [i for i, b in enumerate(sizes) if b is not None]
-        self.frames = [frames[i] for i in kept]
-        self.batch_sizes = [sizes[i] for i in kept]
-        self.nbatch = [nbatches(f.nframes, b) for f, b in zip(self.frames, self.batch_sizes, strict=True)]
+    def __init__(self, systems: list[System], rcut: float, sel: list[int], device: torch.device, batch_size,
+                 sys_probs, auto_prob: str, seed: int | None) -> None:
+        sizes = resolve_batch_sizes(batch_size, [s.natoms for s in systems])
+        self.systems = [s for s, b in zip(systems, sizes, strict=True) if b is not None]
+        self.batch_sizes = [b for b in sizes if b is not None]
+        self.stores, self.where = make_stores(self.systems, rcut, sel, device)
+        self.device = device
+        self.nbatch = [nbatches(s.nframes, b) for s, b in zip(self.systems, self.batch_sizes, strict=True)]
         self.probs = system_probs(self.nbatch, sys_probs, auto_prob)
-        seeds = np.random.SeedSequence(seed).spawn(len(self.frames) + 1)
+        seeds = np.random.SeedSequence(seed).spawn(len(self.systems) + 1)
         self.rng = np.random.default_rng(seeds[0])
-        self.samplers = [FrameSampler(f.nframes, b, np.random.default_rng(s))
-                         for f, b, s in zip(self.frames, self.batch_sizes, seeds[1:], strict=True)]
+        self.samplers = [FrameSampler(s.nframes, b, np.random.default_rng(q))
+                         for s, b, q in zip(self.systems, self.batch_sizes, seeds[1:], strict=True)]
+
+    def next_index(self) -> tuple[int, np.ndarray]:
+        """(store id, global frame indices in that store) of the next batch; the store's frames are built."""
+        k = int(self.rng.choice(len(self.systems), p=self.probs))
+        store_id, offset = self.where[k]
+        frames = next(self.samplers[k]) + offset
+        self.stores[store_id].build(frames)
+        return store_id, frames
 
     def next(self) -> Batch:
-        k = int(self.rng.choice(len(self.frames), p=self.probs))
-        return self.frames[k].batch(next(self.samplers[k]), k)
+        store_id, frames = self.next_index()
+        # pageable host -> device copy that does not wait for the device
+        return self.stores[store_id].gather(torch.from_numpy(frames).to(self.device, non_blocking=True))
+
+    def build_all(self) -> None:
+        for store in self.stores:
+            store.build_all()
 
     def summary(self) -> list[str]:
         lines = [f"{'system':<40} {'natoms':>6} {'bch_sz':>6} {'n_bch':>6} {'prob':>9} {'pbc':>3}"]
-        for f, b, n, p in zip(self.frames, self.batch_sizes, self.nbatch, self.probs, strict=True):
-            pbc = "F" if f.system.box is None else "T"
-            lines.append(f"{f.system.path[-40:]:<40} {f.natoms:>6} {b:>6} {n:>6} {p:9.3e} {pbc:>3}")
+        for s, b, n, p in zip(self.systems, self.batch_sizes, self.nbatch, self.probs, strict=True):
+            pbc = "F" if s.box is None else "T"
+            lines.append(f"{s.path[-40:]:<40} {s.natoms:>6} {b:>6} {n:>6} {p:9.3e} {pbc:>3}")
         return lines
 
     def state_dict(self) -> dict:

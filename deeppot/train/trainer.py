@@ -22,7 +22,7 @@ from deeppot.io.model_file import load_model, read_checkpoint
 from deeppot.model import EnergyModel
 from deeppot.model.stats import set_statistics
 from deeppot.train.checkpoint import CheckpointManager, resolve_checkpoint
-from deeppot.train.data import DataSampler, SystemFrames
+from deeppot.train.data import DataSampler
 from deeppot.train.lcurve import LcurveWriter, eta_seconds, format_eta, format_log_line
 from deeppot.train.loss import EnergyLoss
 from deeppot.train.lr import build_lr
@@ -43,6 +43,7 @@ class RunOptions:
     init_model: Path | None = None
     skip_neighbor_stat: bool = False
     progress: bool | None = None  # None: a progress line when stderr is a terminal
+    cuda_graph: bool | None = None  # None: capture the step in CUDA graphs when training on a GPU
 
 
 def pick_device(name: str | None) -> torch.device:
@@ -62,11 +63,26 @@ class Trainer:
         self.model = self._build_model().to(options.device)
         self.lr = build_lr(config["learning_rate"], self.numb_steps)
         self.loss = EnergyLoss(config["loss"], self.lr.start_lr)
+        use_graph = options.device.type == "cuda" if options.cuda_graph is None else options.cuda_graph
+        if use_graph and options.device.type != "cuda":
+            raise TrainingError("CUDA graphs need a CUDA device")
+        # graphs read the learning rate from a device scalar (no host sync, no re-capture when it changes)
+        self.lr_tensor = torch.tensor(self.lr.start_lr, dtype=torch.float64, device=options.device) \
+            if use_graph else None
+        # fused Adam reads a tensor learning rate as float32; the loss keeps the float64 one
+        self.adam_lr = self.lr_tensor.float() if use_graph else None
         self.optimizer = self._optimizer()
         self.start_step = 0
         if options.restart is not None:
             self._restore(options.restart)
         self.ckpt = CheckpointManager(tr["save_ckpt"], tr.get("save_dir"), tr["max_ckpt_keep"], options.workdir)
+        self.graphed = None
+        if use_graph:
+            from deeppot.train.graph_step import GraphedStep
+
+            self.train_data.build_all()  # every frame's neighbour data now, on the GPU: the graphs gather from it
+            self.graphed = GraphedStep(self)
+        log.info("training step: %s", "CUDA graph replay" if use_graph else "eager")
 
     # ---- set-up --------------------------------------------------------------------------------------------
 
@@ -94,8 +110,8 @@ class Trainer:
 
     def _sampler(self, systems, section: dict[str, Any], seed: int | None) -> DataSampler:
         desc = self.config["model"]["descriptor"]
-        frames = [SystemFrames(s, desc["rcut"], desc["sel"], self.opt.device) for s in systems]
-        return DataSampler(frames, section["batch_size"], section.get("sys_probs"), section["auto_prob"], seed)
+        return DataSampler(systems, desc["rcut"], desc["sel"], self.opt.device, section["batch_size"],
+                           section.get("sys_probs"), section["auto_prob"], seed)
 
     def _build_model(self) -> EnergyModel:
         model = EnergyModel.from_config(self.config["model"])
@@ -117,13 +133,15 @@ class Trainer:
         """davg/dstd and the energy shift from data_stat_nbatch batches of every training system (spec §4.7)."""
         nbatch = self.config["model"]["data_stat_nbatch"]
         rng = np.random.default_rng(self.config["training"].get("seed"))
+        data = self.train_data
         pairs, energies = [], []
-        for frames, bs in zip(self.train_data.frames, self.train_data.batch_sizes, strict=True):
-            picked = rng.permutation(frames.nframes)[: nbatch * bs]
-            batch = frames.batch(picked)
-            pairs.append(batch.pairs)
-            counts = np.bincount(frames.system.atype, minlength=len(model.type_map))
-            energies.append((np.repeat(counts[None], len(picked), 0), frames.system.labels["energy"][picked]))
+        for system, bs, (store_id, offset) in zip(data.systems, data.batch_sizes, data.where, strict=True):
+            picked = rng.permutation(system.nframes)[: nbatch * bs]
+            store = data.stores[store_id]
+            store.build(picked + offset)
+            pairs.append(store.gather(torch.as_tensor(picked + offset, device=self.opt.device)).pairs)
+            counts = np.bincount(system.atype, minlength=len(model.type_map))
+            energies.append((np.repeat(counts[None], len(picked), 0), system.labels["energy"][picked]))
         set_statistics(model, pairs, energies)
 
     def _optimizer(self) -> torch.optim.Optimizer:
@@ -133,8 +151,9 @@ class Trainer:
         if cls is None:
             raise TrainingError(f"optimizer.type: {o['type']!r} is not supported (use Adam or AdamW)")
         fused = self.opt.device.type == "cuda"
-        return cls(self.model.parameters(), lr=self.lr.start_lr, betas=(o["adam_beta1"], o["adam_beta2"]),
-                   weight_decay=o["weight_decay"], fused=fused)
+        lr = self.adam_lr if self.adam_lr is not None else self.lr.start_lr
+        return cls(self.model.parameters(), lr=lr, betas=(o["adam_beta1"], o["adam_beta2"]),
+                   weight_decay=o["weight_decay"], fused=fused, capturable=self.lr_tensor is not None)
 
     def _restore(self, path: Path) -> None:
         state = read_checkpoint(resolve_checkpoint(path))
@@ -154,6 +173,8 @@ class Trainer:
 
     def step(self, step: int) -> dict[str, torch.Tensor]:
         """One optimisation step (0-based `step`); returns the batch metrics from before the update."""
+        if self.graphed is not None:
+            return self.graphed(step)
         lr = self.lr.value(step)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
@@ -162,11 +183,14 @@ class Trainer:
         loss, metrics = self.loss(pred, batch.labels, batch.find, batch.natoms, lr)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        max_norm = self.config["training"].get("gradient_max_norm", 0.0)
-        if max_norm:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
+        self.clip_gradients()
         self.optimizer.step()
         return metrics
+
+    def clip_gradients(self) -> None:
+        max_norm = self.config["training"].get("gradient_max_norm", 0.0)
+        if max_norm:  # foreach norm, no host sync: safe inside a CUDA graph
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
 
     def run(self) -> None:
         tr = self.config["training"]

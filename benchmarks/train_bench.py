@@ -1,0 +1,137 @@
+"""Training benchmark: one JSON line per case with ms/step, launch-to-first-step, wall time, peak memory, RMSEs.
+
+Usage (from the repository root, on a GPU machine):
+    python benchmarks/train_bench.py --data ../shared/data --inputs ../shared/bench/inputs --steps 3000 \
+        water:float64 water:float32 copper:float32 alloy:float32[:2000]
+Each case runs in its own process, so the launch-to-first-step time includes Python start-up and imports.
+A case is NAME:PRECISION[:STEPS][:eager]; NAME picks <inputs>/<NAME>_se_e2_a.json, whose "DATA/" paths point at
+--data. ms/step is the median interval between the starts of consecutive steps (CUDA events), display and
+checkpoint steps excluded; wall_ms_per_step is the whole loop's wall time over its steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+T_LAUNCH_ENV = "DEEPPOT_BENCH_T_LAUNCH"
+
+
+def parse_case(text: str) -> dict:
+    parts = text.split(":")
+    case = {"name": parts[0], "precision": parts[1], "steps": None, "graph": True}
+    for p in parts[2:]:
+        if p == "eager":
+            case["graph"] = False
+        else:
+            case["steps"] = int(p)
+    return case
+
+
+def make_config(inputs: Path, data: Path, case: dict, steps: int) -> dict:
+    from deeppot.config.input import normalize_input
+
+    raw = (inputs / f"{case['name']}_se_e2_a.json").read_text().replace("DATA/", f"{data.resolve()}/")
+    config = json.loads(raw)
+    for part in ("descriptor", "fitting_net"):
+        config["model"][part]["precision"] = case["precision"]
+    config["training"]["numb_steps"] = steps
+    config["training"]["save_freq"] = steps
+    return normalize_input(config)
+
+
+def run_case(args: argparse.Namespace) -> dict:
+    """Inside the child process: train one case and measure it."""
+    import tempfile
+
+    import numpy as np
+    import torch
+
+    from deeppot.train.lcurve import read_lcurve
+    from deeppot.train.trainer import RunOptions, Trainer
+
+    t_launch = float(os.environ[T_LAUNCH_ENV])
+    case = parse_case(args.case)
+    steps = case["steps"] or args.steps
+    workdir = Path(tempfile.mkdtemp(prefix=f"bench-{case['name']}-"))
+    config = make_config(Path(args.inputs), Path(args.data), case, steps)
+    device = torch.device("cuda")
+    trainer = Trainer(config, RunOptions(workdir=workdir, device=device, cuda_graph=case["graph"], progress=False))
+    starts: list = []
+    first_step_done: list[float] = []
+    real_step = trainer.step
+
+    def timed_step(step: int):
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        starts.append(event)
+        metrics = real_step(step)
+        if step == trainer.start_step:
+            torch.cuda.synchronize()
+            first_step_done.append(time.time())
+        return metrics
+
+    if args.profile:
+        from deeppot.train.profile import profile_training
+
+        print(profile_training(trainer, trace=workdir / "timeline.json"), flush=True)
+        return {"case": args.case, "profiled": True}
+    trainer.step = timed_step
+    torch.cuda.reset_peak_memory_stats()
+    t0 = time.perf_counter()
+    trainer.run()
+    torch.cuda.synchronize()
+    loop_wall = time.perf_counter() - t0
+    tr = config["training"]
+    skip = {s for s in range(steps) if (s + 1) % tr["disp_freq"] == 0 or s == 0 or (s + 1) % tr["save_freq"] == 0
+            or s + 2 == steps}  # the step after a display starts late by the display's host work
+    warm = min(50, steps // 10)
+    gaps = [starts[i].elapsed_time(starts[i + 1]) for i in range(warm, steps - 1) if i not in skip and i + 1 not in skip]
+    curve = read_lcurve(workdir / tr["disp_file"])
+    last = {k: float(v[-1]) for k, v in curve.items()}
+    return {"case": args.case, "steps": steps, "cuda_graph": case["graph"],
+            "ms_per_step": round(float(np.median(gaps)), 4) if gaps else None,
+            "wall_ms_per_step": round(1e3 * loop_wall / steps, 4),
+            "launch_to_first_step_s": round(first_step_done[0] - t_launch, 2),
+            "peak_mem_MiB": round(torch.cuda.max_memory_allocated() / 2**20, 1),
+            "final": {k: last[k] for k in last if k.startswith(("rmse_e", "rmse_f", "rmse_v"))},
+            "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("cases", nargs="*")
+    parser.add_argument("--data", default="../shared/data")
+    parser.add_argument("--inputs", default="../shared/bench/inputs")
+    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--profile", action="store_true", help="print a profile of a few steps instead of timing")
+    parser.add_argument("--case", help=argparse.SUPPRESS)  # set in the child process
+    args = parser.parse_args()
+    if args.case:
+        print("RESULT " + json.dumps(run_case(args)), flush=True)
+        return
+    for case in args.cases:
+        t_launch = time.time()
+        env = {**os.environ, T_LAUNCH_ENV: repr(t_launch)}
+        cmd = [sys.executable, __file__, "--case", case, "--data", args.data, "--inputs", args.inputs,
+               "--steps", str(args.steps)] + (["--profile"] if args.profile else [])
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if args.profile:
+            print(proc.stdout + proc.stderr[-2000:], flush=True)
+        wall = time.time() - t_launch
+        result_lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+        if proc.returncode != 0 or not result_lines:
+            print(json.dumps({"case": case, "error": proc.stderr[-3000:]}), flush=True)
+            continue
+        result = json.loads(result_lines[-1][len("RESULT "):])
+        result["wall_s"] = round(wall, 2)
+        print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
