@@ -91,7 +91,8 @@ def run_case(args: argparse.Namespace) -> dict:
     skip = {s for s in range(steps) if (s + 1) % tr["disp_freq"] == 0 or s == 0 or (s + 1) % tr["save_freq"] == 0
             or s + 2 == steps}  # the step after a display starts late by the display's host work
     warm = min(50, steps // 10)
-    gaps = [starts[i].elapsed_time(starts[i + 1]) for i in range(warm, steps - 1) if i not in skip and i + 1 not in skip]
+    gaps = [starts[i].elapsed_time(starts[i + 1]) for i in range(warm, steps - 1)
+            if i not in skip and i + 1 not in skip]
     curve = read_lcurve(workdir / tr["disp_file"])
     last = {k: float(v[-1]) for k, v in curve.items()}
     return {"case": args.case, "steps": steps, "cuda_graph": case["graph"],

@@ -99,3 +99,40 @@ class GraphedStep:
             before = opt_state.get(id(p))
             for k, v in state.items():  # copy in place: the graph holds these tensors' addresses
                 v.copy_(before[k]) if before is not None else v.zero_()
+
+
+class GraphedMetrics:
+    """Validation metrics of the next batch (forward, forces, loss; no update), replayed from CUDA graphs."""
+
+    def __init__(self, trainer, sampler, pool) -> None:
+        self.tr, self.sampler, self.pool = trainer, sampler, pool
+        self.graphs: dict[tuple[int, int], _Captured] = {}
+
+    def __call__(self, lr: float) -> tuple[dict[str, Tensor], int]:
+        store_id, frames = self.sampler.next_index()
+        captured = self.graphs.get((store_id, len(frames)))
+        if captured is None:
+            captured = self._capture(store_id, frames)
+        captured.index.copy_(torch.from_numpy(frames), non_blocking=True)
+        self.tr.lr_tensor.fill_(lr)
+        captured.graph.replay()
+        return captured.metrics, self.sampler.stores[store_id].natoms
+
+    def _body(self, store_id: int, index: Tensor) -> dict[str, Tensor]:
+        batch = self.sampler.stores[store_id].gather(index)
+        pred = self.tr.model.forward_pairs(batch.pairs)
+        return self.tr.loss(pred, batch.labels, batch.find, batch.natoms, self.tr.lr_tensor)[1]
+
+    def _capture(self, store_id: int, frames: np.ndarray) -> _Captured:
+        index = torch.as_tensor(frames, device=self.tr.opt.device)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            self._body(store_id, index)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self.pool):
+            metrics = self._body(store_id, index)
+        captured = _Captured(graph, index, metrics)
+        self.graphs[(store_id, len(frames))] = captured
+        return captured

@@ -76,12 +76,17 @@ class Trainer:
         if options.restart is not None:
             self._restore(options.restart)
         self.ckpt = CheckpointManager(tr["save_ckpt"], tr.get("save_dir"), tr["max_ckpt_keep"], options.workdir)
-        self.graphed = None
+        self.graphed = self.graphed_valid = None
         if use_graph:
             from deeppot.train.graph_step import GraphedStep
 
             self.train_data.build_all()  # every frame's neighbour data now, on the GPU: the graphs gather from it
             self.graphed = GraphedStep(self)
+            if self.valid_data is not None:
+                from deeppot.train.graph_step import GraphedMetrics
+
+                self.valid_data.build_all()
+                self.graphed_valid = GraphedMetrics(self, self.valid_data, self.graphed.pool)
         log.info("training step: %s", "CUDA graph replay" if use_graph else "eager")
 
     # ---- set-up --------------------------------------------------------------------------------------------
@@ -97,7 +102,8 @@ class Trainer:
                                          rglob_patterns=tr["validation_data"].get("rglob_patterns"))
         desc = cfg["model"]["descriptor"]
         if not self.opt.skip_neighbor_stat or isinstance(desc["sel"], str):
-            desc["sel"], self.min_nbor_dist = resolve_sel(systems, desc["rcut"], desc["sel"], len(type_map))
+            desc["sel"], self.min_nbor_dist = resolve_sel(systems, desc["rcut"], desc["sel"], len(type_map),
+                                                          self.opt.device)
         else:
             self.min_nbor_dist = -1.0
         seed = tr.get("seed")
@@ -232,13 +238,18 @@ class Trainer:
         total: dict[str, float] = {}
         weight = 0
         for _ in range(numb_btch):
-            batch = self.valid_data.next()
-            pred = self.model.forward_pairs(batch.pairs)
-            _, metrics = self.loss(pred, batch.labels, batch.find, batch.natoms, lr)
+            metrics, natoms = self._valid_metrics(lr)
             for k, v in self.loss.display(metrics).items():
-                total[k] = total.get(k, 0.0) + v * batch.natoms
-            weight += batch.natoms
+                total[k] = total.get(k, 0.0) + v * natoms
+            weight += natoms
         return {k: v / weight for k, v in total.items()}
+
+    def _valid_metrics(self, lr: float) -> tuple[dict[str, torch.Tensor], int]:
+        if self.graphed_valid is not None:
+            return self.graphed_valid(lr)
+        batch = self.valid_data.next()
+        pred = self.model.forward_pairs(batch.pairs)
+        return self.loss(pred, batch.labels, batch.find, batch.natoms, lr)[1], batch.natoms
 
     def _check_finite(self, step: int, rmse: float) -> None:
         if not math.isfinite(rmse):

@@ -40,3 +40,12 @@ def test_graph_step_equals_eager_step(tmp_path, precision, type_one_side):
     assert len(graphed.graphed.graphs) >= 2
     for p_e, p_g in zip(eager.model.parameters(), graphed.model.parameters(), strict=True):
         torch.testing.assert_close(p_g, p_e, rtol=1e-7 if precision == "float64" else 1e-3, atol=1e-9)
+
+
+def test_graphed_validation_equals_eager(tmp_path):
+    systems = [small_system(tmp_path, "a", nframes=5)]
+    config = tiny_input(systems, [small_system(tmp_path, "v", nframes=4)], steps=6)
+    for name, graph in (("eager", False), ("graph", True)):
+        trainer(config, tmp_path / name, graph).run()
+    eager = (tmp_path / "eager" / "lcurve.out").read_text()
+    assert (tmp_path / "graph" / "lcurve.out").read_text() == eager
