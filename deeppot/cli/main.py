@@ -78,6 +78,13 @@ def _test(args: argparse.Namespace) -> None:
         log.info("parity plot written to %s", args.plot)
 
 
+def _convert(args: argparse.Namespace) -> None:
+    from deeppot.io.convert import convert
+
+    convert(args.INPUT, args.OUTPUT)
+    log.info("converted %s to %s", args.INPUT, args.OUTPUT)
+
+
 def _plot(args: argparse.Namespace) -> None:
     from deeppot.evaluate import plot_lcurve
 
@@ -117,6 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", default=None, help="write energy/force parity plots to this PNG")
     p.add_argument("--device", default="cpu")
     p.set_defaults(func=_test)
+
+    p = sub.add_parser("convert", help="convert a model (.dp/.yaml, deeppot or DeePMD-kit .pt) to .dp or .yaml")
+    p.add_argument("INPUT")
+    p.add_argument("OUTPUT")
+    p.set_defaults(func=_convert)
 
     p = sub.add_parser("plot", help="plot learning curves from lcurve.out")
     p.add_argument("LCURVE", nargs="?", default="lcurve.out")

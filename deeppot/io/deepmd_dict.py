@@ -109,12 +109,20 @@ def _load_net(net: MLP, data: dict[str, Any]) -> None:
     _require(len(data["layers"]) == len(net.layers), "a network layout that differs from its own description")
     for layer, ld in zip(net.layers, data["layers"], strict=True):
         v = ld["@variables"]
-        with torch.no_grad():
-            layer.matrix.copy_(torch.as_tensor(np.asarray(v["w"])))
-            layer.bias.copy_(torch.as_tensor(np.asarray(v["b"])).reshape(-1))
-            _require((v.get("idt") is None) == (layer.idt is None), "timestep (idt) on a layer without skip")
-            if layer.idt is not None:
-                layer.idt.copy_(torch.as_tensor(np.asarray(v["idt"])).reshape(-1))
+        _require((v.get("idt") is None) == (layer.idt is None), "timestep (idt) on a layer without skip")
+        _copy_checked(layer.matrix, v["w"], "layer matrix")
+        _copy_checked(layer.bias, np.reshape(v["b"], -1), "layer bias")
+        if layer.idt is not None:
+            _copy_checked(layer.idt, np.reshape(v["idt"], -1), "layer idt")
+
+
+def _copy_checked(target: torch.Tensor, value: Any, what: str) -> None:
+    """Copy an array into a parameter/buffer; shapes must match exactly (copy_ alone would broadcast)."""
+    array = torch.as_tensor(np.asarray(value))
+    if array.shape != target.shape:
+        raise ValueError(f"{what}: shape {tuple(array.shape)} does not match the model's {tuple(target.shape)}")
+    with torch.no_grad():
+        target.copy_(array)
 
 
 def model_from_dict(data: dict[str, Any]) -> EnergyModel:
@@ -124,9 +132,11 @@ def model_from_dict(data: dict[str, Any]) -> EnergyModel:
     _require(not data.get("atom_exclude_types") and not data.get("pair_exclude_types"),
              "atom_exclude_types/pair_exclude_types")
     desc, fit = data["descriptor"], data["fitting"]
-    _check_version(desc, "Descriptor", 2)
+    # features first: another descriptor or a compressed one also carries a higher @version, and the
+    # message should name the feature rather than the version
     _require(desc.get("type") in ("se_e2_a", "se_a"), f"descriptor {desc.get('type')!r}")
     _require("compress" not in desc, "a compressed descriptor (export the uncompressed model)")
+    _check_version(desc, "Descriptor", 2)
     _require(not desc.get("spin") and not desc["env_mat"].get("use_exp_switch", False), "spin/exp switch")
     _check_version(fit, "Fitting", 4)
     _require(fit.get("type") == "ener", f"fitting {fit.get('type')!r}")
@@ -134,6 +144,7 @@ def model_from_dict(data: dict[str, Any]) -> EnergyModel:
              "frame/atomic parameters (fparam/aparam) or case embedding")
     _require(not fit.get("atom_ener") or all(v is None for v in fit["atom_ener"]), "fitting atom_ener")
     _require(not fit.get("mixed_types"), "a mixed-types fitting")
+    _require(not fit.get("exclude_types"), "fitting exclude_types (atom exclusion)")
     model = EnergyModel.from_config(model_def_script(data))
     _load_weights(model, data)
     return model
@@ -159,12 +170,11 @@ def _load_weights(model: EnergyModel, data: dict[str, Any]) -> None:
         _load_net(net, net_data)
     for t, net in enumerate(model.fitting.nets):
         _load_net(net, fit["nets"]["networks"][t])
-    with torch.no_grad():
-        model.descriptor.davg.copy_(torch.as_tensor(np.asarray(desc["@variables"]["davg"])))
-        model.descriptor.dstd.copy_(torch.as_tensor(np.asarray(desc["@variables"]["dstd"])))
-        bias_atom_e = fit["@variables"].get("bias_atom_e")
-        if bias_atom_e is not None:
-            model.fitting.bias_atom_e.copy_(torch.as_tensor(np.asarray(bias_atom_e)).reshape(ntypes))
-        out_bias = data.get("@variables", {}).get("out_bias")
-        if out_bias is not None:
-            model.fitting.out_bias.copy_(torch.as_tensor(np.asarray(out_bias))[0].reshape(ntypes))
+    _copy_checked(model.descriptor.davg, desc["@variables"]["davg"], "descriptor davg")
+    _copy_checked(model.descriptor.dstd, desc["@variables"]["dstd"], "descriptor dstd")
+    bias_atom_e = fit["@variables"].get("bias_atom_e")
+    if bias_atom_e is not None:  # (ntypes, 1)
+        _copy_checked(model.fitting.bias_atom_e, np.reshape(bias_atom_e, ntypes), "fitting bias_atom_e")
+    out_bias = (data.get("@variables") or {}).get("out_bias")
+    if out_bias is not None:  # (1, ntypes, 1): one output (energy) of dimension 1
+        _copy_checked(model.fitting.out_bias, np.reshape(out_bias, ntypes), "model out_bias")

@@ -2,7 +2,8 @@
 
 A frozen deeppot model *is* a DeePMD-kit `.dp` file (HDF5 + JSON, no pickled code), so `dp test -m model.dp`
 and `dp convert-backend model.dp model.pth` work on it directly.
-Checkpoints are `torch.save` dicts of tensors and plain values only, read back with `weights_only=True`.
+Checkpoints are `torch.save` dicts of tensors and plain values only, read back with `weights_only=True`; a `.pt`
+file is ours if it has "model" and "config" keys and DeePMD-kit's if its tensors start with `model.Default.`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 import torch
 
 from deeppot.io.deepmd_dict import model_from_dict, model_to_dict
+from deeppot.io.deepmd_pt import deepmd_state_dict, model_from_state_dict, read_torch_file
 from deeppot.io.dp_file import atomic_write, load_dp, save_dp
 from deeppot.model import EnergyModel
 
@@ -37,23 +39,42 @@ def save_model(model: EnergyModel, path: str | Path) -> None:
 
 
 def load_model(path: str | Path, device: str | torch.device = "cpu") -> EnergyModel:
-    """Load a frozen model (.dp/.yaml, ours or DeePMD-kit's) or a deeppot checkpoint (.pt)."""
+    """Load a model: .dp/.yaml (ours or DeePMD-kit's), a deeppot checkpoint or a DeePMD-kit checkpoint (.pt).
+
+    DeePMD-kit's TorchScript .pth files are refused (they would run code): convert them to .dp first.
+    """
     path = Path(path)
     if path.suffix in DP_SUFFIXES:
-        data = load_dp(path)
-        if "model" not in data:
-            raise ValueError(f"{path}: no 'model' entry; not a serialized DeePMD-kit model")
-        model = model_from_dict(data["model"])
-        min_nbor_dist = (data.get("@variables") or {}).get("min_nbor_dist")
-        if min_nbor_dist is not None:
-            model.min_nbor_dist.fill_(float(np.asarray(min_nbor_dist)))
-        if data.get("model_def_script"):
-            model.config = data["model_def_script"]
-        return model.to(device)
-    if path.suffix == ".pt" or not path.suffix:
-        return load_checkpoint_model(path if path.suffix else path.with_suffix(".pt")).to(device)
-    raise ValueError(f"{path}: unknown model format {path.suffix!r}; deeppot reads .dp, .yaml and its own .pt "
-                     "checkpoints (convert DeePMD-kit .pth/.pb files with `dp convert-backend IN model.dp`)")
+        return load_dp_model(path).to(device)
+    if path.suffix in (".pt", ".pth") or not path.suffix:
+        return load_torch_model(path if path.suffix else path.with_suffix(".pt")).to(device)
+    raise ValueError(f"{path}: unknown model format {path.suffix!r}; deeppot reads .dp, .yaml and .pt checkpoints "
+                     "(its own and DeePMD-kit's; convert other DeePMD-kit files with `dp convert-backend IN model.dp`)")
+
+
+def load_dp_model(path: str | Path) -> EnergyModel:
+    """A model from a .dp/.yaml serialized-model file."""
+    data = load_dp(path)
+    if "model" not in data:
+        raise ValueError(f"{path}: no 'model' entry; not a serialized DeePMD-kit model")
+    model = model_from_dict(data["model"])
+    min_nbor_dist = (data.get("@variables") or {}).get("min_nbor_dist")
+    if min_nbor_dist is not None:
+        model.min_nbor_dist.fill_(float(np.asarray(min_nbor_dist)))
+    if data.get("model_def_script"):
+        model.config = data["model_def_script"]
+    return model
+
+
+def load_torch_model(path: str | Path) -> EnergyModel:
+    """A model from a torch.save file: a deeppot checkpoint ("model", "config") or DeePMD-kit's ("model.Default.")."""
+    state = read_torch_file(path)
+    if _is_deeppot_checkpoint(state):
+        return _checkpoint_model(state)
+    deepmd_sd = deepmd_state_dict(state)
+    if deepmd_sd is not None:
+        return model_from_state_dict(deepmd_sd, str(path))
+    raise ValueError(f"{path}: neither a deeppot nor a DeePMD-kit PyTorch checkpoint")
 
 
 def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
@@ -61,19 +82,26 @@ def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
     atomic_write(path, lambda tmp: torch.save(state, tmp))
 
 
+def _is_deeppot_checkpoint(state: Any) -> bool:
+    return isinstance(state, dict) and "model" in state and "config" in state
+
+
 def read_checkpoint(path: str | Path) -> dict[str, Any]:
+    """A deeppot training checkpoint (for --restart and freeze)."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"checkpoint not found: {path}")
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    if not isinstance(state, dict) or "model" not in state or "config" not in state:
-        raise ValueError(f"{path}: not a deeppot training checkpoint (DeePMD-kit checkpoints: convert with "
-                         "`dp convert-backend {path.name} model.dp`)")
+    state = read_torch_file(path)
+    if not _is_deeppot_checkpoint(state):
+        what = "a DeePMD-kit checkpoint" if deepmd_state_dict(state) is not None else "not a deeppot checkpoint"
+        raise ValueError(f"{path}: {what}; deeppot restarts from its own checkpoints only "
+                         "(start from a DeePMD-kit model with --init-model instead)")
     return state
 
 
 def load_checkpoint_model(path: str | Path) -> EnergyModel:
-    state = read_checkpoint(path)
+    return _checkpoint_model(read_checkpoint(path))
+
+
+def _checkpoint_model(state: dict[str, Any]) -> EnergyModel:
     model = EnergyModel.from_config(state["config"]["model"])
     model.load_state_dict(state["model"])
     return model

@@ -72,3 +72,26 @@ def test_bad_json_names_file_and_line(tmp_path, monkeypatch, capsys):
     assert main(["train", "input.json"]) == 1
     err = capsys.readouterr().err
     assert "input.json" in err and "line 1" in err
+
+
+def test_convert_dp_to_yaml_and_back(tmp_path, monkeypatch):
+    import torch
+    from helpers import make_model, random_system
+
+    from deeppot.io import save_model
+
+    monkeypatch.chdir(tmp_path)
+    model = make_model(type_one_side=False)
+    save_model(model, tmp_path / "a.dp")
+    assert main(["convert", "a.dp", "b.yaml"]) == 0
+    assert main(["convert", "b.yaml", "c.dp"]) == 0
+    coord, atype, box = random_system()
+    torch.testing.assert_close(load_model(tmp_path / "c.dp")(coord, atype, box)["energy"],
+                               model(coord, atype, box)["energy"], rtol=1e-14, atol=0)
+
+
+def test_convert_refuses_torchscript_with_advice(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "frozen.pth").write_bytes(b"not really a model")
+    assert main(["convert", "frozen.pth", "out.dp"]) == 1
+    assert "dp convert-backend" in capsys.readouterr().err
