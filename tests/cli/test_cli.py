@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "train"))
-from test_trainer import small_system, tiny_input  # noqa: E402
+from test_trainer import small_system, tiny_input
 
-from deeppot.cli.main import main  # noqa: E402
-from deeppot.io import load_model  # noqa: E402
+from deeppot.cli.main import main
+from deeppot.io import load_model
 
 
 @pytest.mark.parametrize("precision", ["float64", "float32"])

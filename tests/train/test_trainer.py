@@ -157,6 +157,6 @@ def test_nan_loss_stops_and_keeps_last_checkpoint(tmp_path, systems, monkeypatch
         return metrics
 
     monkeypatch.setattr(trainer, "step", poisoned)
-    with pytest.raises(TrainingError, match="NaN detected at batch 6.*model.ckpt-3.pt"):
+    with pytest.raises(TrainingError, match=r"NaN detected at batch 6.*model\.ckpt-3\.pt"):
         trainer.run()
     assert sorted(p.name for p in tmp_path.glob("model.ckpt-*.pt")) == ["model.ckpt-3.pt"]
