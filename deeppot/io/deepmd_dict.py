@@ -15,7 +15,7 @@ import torch
 from deeppot.model.descriptor import DescrptSeA
 from deeppot.model.energy_model import EnergyModel
 from deeppot.model.fitting import EnergyFitting
-from deeppot.model.network import MLP
+from deeppot.model.network import NetView
 
 _DTYPE_NAMES = {torch.float64: "float64", torch.float32: "float32"}
 _NAME_DTYPES = {"float64": torch.float64, "float32": torch.float32, "default": torch.float64}
@@ -36,7 +36,7 @@ def _layer_dict(layer, precision: str) -> dict[str, Any]:
             "@variables": {"w": _np(layer.matrix), "b": _np(layer.bias), "idt": _np(layer.idt)}}
 
 
-def _net_dict(net: MLP, fitting: bool) -> dict[str, Any]:
+def _net_dict(net: NetView, fitting: bool) -> dict[str, Any]:
     precision = _DTYPE_NAMES[net.dtype]
     layers = [_layer_dict(layer, precision) for layer in net.layers]
     common = {"neuron": list(net.neuron), "activation_function": net.activation_function,
@@ -105,7 +105,7 @@ def _check_version(d: dict[str, Any], cls: str, max_version: int) -> None:
         raise UnsupportedModelError(f"{cls} @version {version} is newer than deeppot reads ({max_version})")
 
 
-def _load_net(net: MLP, data: dict[str, Any]) -> None:
+def _load_net(net: NetView, data: dict[str, Any]) -> None:
     _require(len(data["layers"]) == len(net.layers), "a network layout that differs from its own description")
     for layer, ld in zip(net.layers, data["layers"], strict=True):
         v = ld["@variables"]

@@ -182,7 +182,33 @@ def map_state_dict(sd: dict[str, Any], model: EnergyModel) -> dict[str, torch.Te
         if name in ("fitting.bias_atom_e", "fitting.out_bias"):
             value = _per_type(value, ours[name].numel(), key)
         mapped[name] = value
-    return mapped
+    return _stack_networks(mapped, ours)
+
+
+_NET_KEY = re.compile(r"(descriptor|fitting)\.nets\.(\d+)\.layers\.(\d+)\.(matrix|bias|idt)")
+
+
+def _stack_networks(mapped: dict[str, Any], ours: dict[str, torch.Tensor]) -> dict[str, Any]:
+    """Per-net tensors (DeePMD-kit: one module per net) -> deeppot's stacked (nnets, ...) parameters."""
+    out = {k: v for k, v in mapped.items() if not _NET_KEY.fullmatch(k)}
+    filled: dict[str, set[int]] = {}
+    for key, value in mapped.items():
+        m = _NET_KEY.fullmatch(key)
+        if m is None:
+            continue
+        part, k, layer, name = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+        target = f"{part}.nets.layers.{layer}.{name}"
+        if target not in ours or k >= ours[target].shape[0]:  # RuntimeError: reported as a model_params mismatch
+            raise RuntimeError(f"{key}: no such network parameter in the model")
+        stacked = out.setdefault(target, ours[target].clone())
+        if value.numel() != stacked[k].numel():
+            raise RuntimeError(f"{key}: {tuple(value.shape)} does not match {tuple(stacked[k].shape)}")
+        stacked[k] = value.reshape(stacked[k].shape)
+        filled.setdefault(target, set()).add(k)
+    for target, nets in filled.items():
+        if len(nets) != ours[target].shape[0]:
+            raise RuntimeError(f"the checkpoint lacks some networks of {target}")
+    return out
 
 
 def _per_type(value: torch.Tensor, ntypes: int, key: str) -> torch.Tensor:

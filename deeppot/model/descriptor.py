@@ -8,7 +8,7 @@ import torch
 from torch import Tensor, nn
 
 from deeppot.model.env_mat import env_mat_raw, normalize_env_mat
-from deeppot.model.network import MLP
+from deeppot.model.network import StackedMLP
 
 
 def exclusion_mask(center_type: Tensor, nlist: Tensor, neighbor_type: Tensor, excluded: Tensor) -> Tensor:
@@ -20,16 +20,21 @@ def exclusion_mask(center_type: Tensor, nlist: Tensor, neighbor_type: Tensor, ex
     return ~pair_excluded
 
 
-def descriptor_from_blocks(rr: Tensor, center_type: Tensor, nets: nn.ModuleList, sel: list[int],
-                           type_one_side: bool, axis_neuron: int,
-                           groups: list[Tensor] | None = None) -> tuple[Tensor, Tensor]:
+def descriptor_from_blocks(rr: Tensor, center_type: Tensor, nets: StackedMLP, sel: list[int],
+                           type_one_side: bool, axis_neuron: int, groups: list[Tensor] | None = None,
+                           slot_block: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """D_i = T_i^T T_i^<, with T_i = (1/Nc) sum_j R_ij^T G(s_ij) (spec §4.4).
 
     rr (nf, nloc, nnei, 4) normalised and exclusion-masked rows -> D (nf, nloc, M1*M2), T (nf, nloc, 4, M1).
     Each neighbour-type block b is embedded by net b (type_one_side) or by net (a, b) for centre type a,
-    stored at flat index a + b*ntypes. `groups` (per centre type, its atom indices in every frame) lets the
-    two-sided nets run on their own centres only.
+    stored at flat index a + b*ntypes. Three equal ways to run the nets: `slot_block` given (the neighbour-type
+    block of every slot, (nnei,)): all nets at once in batched GEMMs, each slot picking its net's output (fewest
+    kernels, the GPU path); else per block, with `groups` (per centre type, its atom indices in every frame) the
+    two-sided nets on their own centres only, without them every centre through every net.
     """
+    if slot_block is not None:
+        t_mat = _all_nets(rr, center_type, nets, slot_block, type_one_side, len(sel))
+        return _from_t(t_mat / sum(sel), axis_neuron)
     starts = [0, *accumulate(sel)]
     blocks = [rr[:, :, starts[b]:starts[b + 1], :] for b in range(len(sel))]
     if type_one_side:
@@ -38,17 +43,32 @@ def descriptor_from_blocks(rr: Tensor, center_type: Tensor, nets: nn.ModuleList,
         t_mat = _two_side_masked(blocks, center_type, nets)
     else:
         t_mat = _two_side_grouped(blocks, groups, nets)
-    t_mat = t_mat / sum(sel)
+    return _from_t(t_mat / sum(sel), axis_neuron)
+
+
+def _from_t(t_mat: Tensor, axis_neuron: int) -> tuple[Tensor, Tensor]:
     d = torch.einsum("fncm,fnck->fnmk", t_mat, t_mat[..., :axis_neuron])
     return d.reshape(*d.shape[:2], -1), t_mat
 
 
-def _embed_block(block: Tensor, net: nn.Module) -> Tensor:
+def _all_nets(rr: Tensor, center_type: Tensor, nets: StackedMLP, slot_block: Tensor, type_one_side: bool,
+              ntypes: int) -> Tensor:
+    """sum_j R_j^T G_net(j)(s_j) with every net run on every slot at once, then each slot's own output picked."""
+    nf, nloc, nnei, _ = rr.shape
+    rows = nf * nloc * nnei
+    g_all = nets.forward_all(rr[..., :1].reshape(1, rows, 1))  # (nnets, rows, M1)
+    net = slot_block.expand(nf, nloc, nnei) if type_one_side else center_type[..., None] + slot_block * ntypes
+    pick = net.reshape(-1) * rows + torch.arange(rows, device=rr.device)
+    g = g_all.reshape(-1, g_all.shape[-1]).index_select(0, pick).reshape(nf, nloc, nnei, -1)
+    return torch.einsum("fnjc,fnjm->fncm", rr, g)
+
+
+def _embed_block(block: Tensor, net) -> Tensor:
     """sum_j R_j^T G(s_j) over one neighbour-type block: (nf, n, sel_b, 4) -> (nf, n, 4, M1)."""
     return torch.einsum("fnjc,fnjm->fncm", block, net(block[..., :1]))
 
 
-def _two_side_masked(blocks: list[Tensor], center_type: Tensor, nets: nn.ModuleList) -> Tensor:
+def _two_side_masked(blocks: list[Tensor], center_type: Tensor, nets: StackedMLP) -> Tensor:
     """Every centre through net (a, b), then select by centre type: static shapes for any atype."""
     ntypes = len(blocks)
     t_mat = 0
@@ -60,7 +80,7 @@ def _two_side_masked(blocks: list[Tensor], center_type: Tensor, nets: nn.ModuleL
     return t_mat
 
 
-def _two_side_grouped(blocks: list[Tensor], groups: list[Tensor], nets: nn.ModuleList) -> Tensor:
+def _two_side_grouped(blocks: list[Tensor], groups: list[Tensor], nets: StackedMLP) -> Tensor:
     """Net (a, b) on the centres of type a only (their indices known ahead): ntypes times less work."""
     ntypes = len(blocks)
     nf, nloc = blocks[0].shape[:2]
@@ -91,9 +111,11 @@ class DescrptSeA(nn.Module):
         self.exclude_types = [list(p) for p in (exclude_types or [])]
         nnei = sum(sel)
         nnets = ntypes if type_one_side else ntypes * ntypes
-        self.nets = nn.ModuleList(
-            MLP(1, neuron, activation_function, resnet_dt, dtype, seed=None if seed is None else seed + k)
-            for k in range(nnets))
+        self.nets = StackedMLP(nnets, 1, neuron, activation_function, resnet_dt, dtype, seed=seed)
+        # neighbour-type block of every slot; None/True/False: run all nets at once on CUDA only/always/never
+        self.register_buffer("slot_block", torch.repeat_interleave(torch.arange(ntypes), torch.tensor(sel)),
+                             persistent=False)
+        self.all_nets_at_once: bool | None = None
         excluded = torch.zeros(ntypes, ntypes, dtype=torch.bool)
         for a, b in self.exclude_types:
             excluded[a, b] = excluded[b, a] = True
@@ -116,6 +138,7 @@ class DescrptSeA(nn.Module):
         rr = normalize_env_mat(raw, center_type, self.davg, self.dstd)
         if self.exclude_types:
             rr = rr * exclusion_mask(center_type, nlist, neighbor_type, self.excluded).to(rr.dtype)[..., None]
+        at_once = rr.is_cuda if self.all_nets_at_once is None else self.all_nets_at_once
         d, _ = descriptor_from_blocks(rr, center_type, self.nets, self.sel, self.type_one_side, self.axis_neuron,
-                                      groups)
+                                      groups, self.slot_block if at_once else None)
         return d.to(torch.float64)

@@ -5,18 +5,25 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from deeppot.model.network import MLP
+from deeppot.model.network import StackedMLP
 
 
-def atomic_energy(descriptor: Tensor, atype: Tensor, nets: nn.ModuleList, bias: Tensor, dtype: torch.dtype,
-                  groups: list[Tensor] | None = None) -> Tensor:
+def atomic_energy(descriptor: Tensor, atype: Tensor, nets: StackedMLP, bias: Tensor, dtype: torch.dtype,
+                  groups: list[Tensor] | None = None, at_once: bool = False) -> Tensor:
     """E_i = F_{t_i}(D_i) + bias[t_i] in float64.
 
     descriptor (nf, nloc, ndesc), atype (nf, nloc), bias (ntypes,) -> (nf, nloc).
-    With `groups` (per type, the indices of its atoms, the same in every frame) each net runs on its own atoms;
-    without, every net runs on every atom and the type selects the result. Both keep static shapes, no host sync.
+    at_once: every net on every atom in batched GEMMs, each atom picking its type's output (fewest kernels);
+    else with `groups` (per type, the indices of its atoms, the same in every frame) each net on its own atoms,
+    without them every net on every atom, selected by type. All keep static shapes and need no host sync.
     """
     x = descriptor.to(dtype)
+    if at_once:
+        rows = x.shape[0] * x.shape[1]
+        e_all = nets.forward_all(x.reshape(1, rows, -1)).reshape(-1)  # (ntypes * rows,)
+        pick = atype.reshape(-1).clamp(min=0) * rows + torch.arange(rows, device=x.device)
+        energy = e_all.index_select(0, pick).reshape(atype.shape).to(torch.float64)
+        return energy + bias[atype.clamp(min=0)]
     energy = torch.zeros(atype.shape, dtype=torch.float64, device=descriptor.device)
     for t, net in enumerate(nets):
         if groups is None:
@@ -39,12 +46,13 @@ class EnergyFitting(nn.Module):
         super().__init__()
         self.ntypes, self.dim_descrpt, self.neuron = ntypes, dim_descrpt, list(neuron)
         self.activation_function, self.resnet_dt, self.dtype = activation_function, resnet_dt, dtype
-        self.nets = nn.ModuleList(
-            MLP(dim_descrpt, neuron, activation_function, resnet_dt, dtype, out_dim=1,
-                seed=None if seed is None else seed + t)
-            for t in range(ntypes))
+        self.nets = StackedMLP(ntypes, dim_descrpt, neuron, activation_function, resnet_dt, dtype, out_dim=1,
+                               seed=seed)
+        self.all_nets_at_once: bool | None = None  # None: on CUDA only
         self.register_buffer("bias_atom_e", torch.zeros(ntypes, dtype=torch.float64))
         self.register_buffer("out_bias", torch.zeros(ntypes, dtype=torch.float64))
 
     def forward(self, descriptor: Tensor, atype: Tensor, groups: list[Tensor] | None = None) -> Tensor:
-        return atomic_energy(descriptor, atype, self.nets, self.bias_atom_e + self.out_bias, self.dtype, groups)
+        at_once = descriptor.is_cuda if self.all_nets_at_once is None else self.all_nets_at_once
+        return atomic_energy(descriptor, atype, self.nets, self.bias_atom_e + self.out_bias, self.dtype, groups,
+                             at_once)
