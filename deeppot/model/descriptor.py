@@ -112,10 +112,12 @@ class DescrptSeA(nn.Module):
         nnei = sum(sel)
         nnets = ntypes if type_one_side else ntypes * ntypes
         self.nets = StackedMLP(nnets, 1, neuron, activation_function, resnet_dt, dtype, seed=seed)
-        # neighbour-type block of every slot; None/True/False: run all nets at once on CUDA only/always/never
+        # neighbour-type block of every slot, for running all nets at once. Off by default: measured slower on an
+        # H200 (benchmarks/results/README.md), since the batched GEMMs' weight gradients reduce over ~10^4 pair
+        # rows without split-K, where per-net GEMMs get it.
         self.register_buffer("slot_block", torch.repeat_interleave(torch.arange(ntypes), torch.tensor(sel)),
                              persistent=False)
-        self.all_nets_at_once: bool | None = None
+        self.all_nets_at_once = False
         excluded = torch.zeros(ntypes, ntypes, dtype=torch.bool)
         for a, b in self.exclude_types:
             excluded[a, b] = excluded[b, a] = True
@@ -138,7 +140,6 @@ class DescrptSeA(nn.Module):
         rr = normalize_env_mat(raw, center_type, self.davg, self.dstd)
         if self.exclude_types:
             rr = rr * exclusion_mask(center_type, nlist, neighbor_type, self.excluded).to(rr.dtype)[..., None]
-        at_once = rr.is_cuda if self.all_nets_at_once is None else self.all_nets_at_once
         d, _ = descriptor_from_blocks(rr, center_type, self.nets, self.sel, self.type_one_side, self.axis_neuron,
-                                      groups, self.slot_block if at_once else None)
+                                      groups, self.slot_block if self.all_nets_at_once else None)
         return d.to(torch.float64)
