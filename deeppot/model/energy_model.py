@@ -16,6 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from deeppot.config.model import normalize_model, precision_dtype
+from deeppot.model import analytic
 from deeppot.model.descriptor import DescrptSeA
 from deeppot.model.env_mat import neighbor_vectors
 from deeppot.model.fitting import EnergyFitting
@@ -49,6 +50,8 @@ class EnergyModel(nn.Module):
         self.descriptor, self.fitting = descriptor, fitting
         self.config = copy.deepcopy(config) if config is not None else None
         self.register_buffer("min_nbor_dist", torch.tensor(-1.0, dtype=torch.float64))
+        # forces from the hand-written first derivative (deeppot.model.analytic) instead of autograd's
+        self.analytic_forces = True
 
     @classmethod
     def from_config(cls, model: dict[str, Any]) -> EnergyModel:
@@ -93,7 +96,21 @@ class EnergyModel(nn.Module):
 
     def forward_pairs(self, pairs: PairData, do_atomic_virial: bool = False,
                       create_graph: bool = False) -> dict[str, Tensor]:
-        """Energy, forces, virial from per-pair geometry (what training caches for static frames)."""
+        """Energy, forces, virial from per-pair geometry (what training caches for static frames).
+
+        create_graph keeps the outputs differentiable with respect to the parameters (force training).
+        """
+        if self.analytic_forces and analytic.supports(self):
+            with torch.set_grad_enabled(create_graph and torch.is_grad_enabled()):
+                atom_energy, g = analytic.energy_and_pair_grad(self, pairs.rij, pairs.nlist_loc, pairs.center_type,
+                                                               pairs.neighbor_type)
+                out = forces_and_virial(g, pairs.rij, pairs.nlist_loc, do_atomic_virial)
+                return {"energy": atom_energy.sum(dim=-1), "atom_energy": atom_energy, **out}
+        return self.forward_pairs_autograd(pairs, do_atomic_virial, create_graph)
+
+    def forward_pairs_autograd(self, pairs: PairData, do_atomic_virial: bool = False,
+                               create_graph: bool = False) -> dict[str, Tensor]:
+        """The reference: dE/dr_ij by autograd (with create_graph for training: a double backward)."""
         rij = pairs.rij.detach().requires_grad_(True)
         with torch.enable_grad():
             atom_energy = self.atomic_energy_from_pairs(pairs, rij)

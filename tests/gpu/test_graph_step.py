@@ -49,3 +49,22 @@ def test_graphed_validation_equals_eager(tmp_path):
         trainer(config, tmp_path / name, graph).run()
     eager = (tmp_path / "eager" / "lcurve.out").read_text()
     assert (tmp_path / "graph" / "lcurve.out").read_text() == eager
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_analytic_forces_equal_autograd_on_cuda(tmp_path, precision):
+    config = tiny_input([small_system(tmp_path, "a", nframes=3)], None, precision=precision)
+    config["model"]["descriptor"]["type_one_side"] = False
+    t = trainer(config, tmp_path / "run", False)
+    batch = t.train_data.next()
+    results = []
+    for analytic in (True, False):
+        t.model.analytic_forces = analytic
+        out = t.model.forward_pairs(batch.pairs, create_graph=True)
+        loss = out["force"].square().mean() + out["energy"].square().mean()
+        results.append((out, torch.autograd.grad(loss, list(t.model.parameters()))))
+    (fast, g_fast), (ref, g_ref) = results
+    tol = 1e-10 if precision == "float64" else 2e-4
+    torch.testing.assert_close(fast["force"], ref["force"], rtol=tol, atol=tol)
+    for a, b in zip(g_fast, g_ref, strict=True):
+        torch.testing.assert_close(a, b, rtol=tol * 10, atol=tol)

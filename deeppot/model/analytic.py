@@ -1,0 +1,207 @@
+"""Energy and dE/dr_ij with the first derivative written out by hand: the fast path of `forward_pairs`.
+
+The reference path gets dE/dr_ij from autograd with create_graph, so force training back-propagates through a
+double backward: hundreds of tiny kernels. Here the derivative is part of the forward computation, by the chain
+rule through each stage (spec §4.2-4.4, §5.2), so training needs only a first-order backward:
+- fitting net: value and input gradient dE_i/dD_i (a hand-written backward pass through its layers);
+- descriptor: dE/dT from dE/dD (D = T^T T<), then dE/dR_ij and, through the embedding net's derivative
+  G'(s) (forward-mode: one tangent, since the embedding input is the scalar s), dE/ds_ij;
+- environment matrix: dE/dr_ij from dE/dR_ij through the normalisation and the switch function.
+`tests/model/test_analytic.py` checks it against the autograd reference (values, forces, training gradients).
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import accumulate
+
+import torch
+from torch import Tensor
+
+from deeppot.model.descriptor import exclusion_mask
+from deeppot.model.network import StackedMLP, activation
+
+_C = math.sqrt(2.0 / math.pi)
+
+
+def _d_gelu(z: Tensor, a: Tensor) -> Tensor:
+    t = torch.tanh(_C * (z + 0.044715 * z**3))
+    return 0.5 * (1.0 + t) + 0.5 * z * (1.0 - t * t) * _C * (1.0 + 3 * 0.044715 * z * z)
+
+
+def _d_silu(z: Tensor, a: Tensor) -> Tensor:
+    s = torch.sigmoid(z)
+    return s + z * s * (1.0 - s)
+
+
+# derivative of each activation, from its input z and output a = act(z)
+ACTIVATION_DERIVATIVES = {
+    "tanh": lambda z, a: 1.0 - a * a,
+    "gelu": _d_gelu,
+    "gelu_tf": _d_gelu,
+    "relu": lambda z, a: (z > 0).to(z.dtype),
+    "relu6": lambda z, a: ((z > 0) & (z < 6)).to(z.dtype),
+    "softplus": lambda z, a: torch.sigmoid(z),
+    "sigmoid": lambda z, a: a * (1.0 - a),
+    "silu": _d_silu,
+    "linear": lambda z, a: torch.ones_like(z),
+    "none": lambda z, a: torch.ones_like(z),
+}
+
+
+def supports(model) -> bool:
+    return all(name in ACTIVATION_DERIVATIVES for name in
+               (model.descriptor.activation_function, model.fitting.activation_function))
+
+
+def _skip(x: Tensor, y: Tensor, resnet: bool) -> Tensor:
+    if resnet and y.shape[-1] == x.shape[-1]:
+        return y + x
+    if resnet and y.shape[-1] == 2 * x.shape[-1]:
+        return y + torch.cat([x, x], dim=-1)
+    return y
+
+
+def _skip_transposed(g_out: Tensor, n_in: int, resnet: bool) -> Tensor | None:
+    """The skip connection's share of d(out)/d(in) applied to g_out; None when there is no skip."""
+    if resnet and g_out.shape[-1] == n_in:
+        return g_out
+    if resnet and g_out.shape[-1] == 2 * n_in:
+        return g_out[..., :n_in] + g_out[..., n_in:]
+    return None
+
+
+def _params(nets: StackedMLP, k: int | None):
+    """(W, b, idt, act, d_act, resnet) per layer: of net k, or of all nets stacked (k None)."""
+    for layer in nets.layers:
+        if k is None:
+            w, b, idt = layer.matrix, layer.bias, layer.idt
+        else:
+            w, b, idt = layer.matrix[k], layer.bias[k, 0], None if layer.idt is None else layer.idt[k, 0]
+        name = layer.activation_function
+        yield w, b, idt, activation(name), ACTIVATION_DERIVATIVES[name], layer.resnet
+
+
+def embed_with_tangent(nets: StackedMLP, k: int, s: Tensor) -> tuple[Tensor, Tensor]:
+    """G(s) and dG/ds for net k; s (..., 1) -> (..., M1) twice (forward mode: the input is a scalar)."""
+    x, dx = s, torch.ones_like(s)
+    for w, b, idt, act, d_act, resnet in _params(nets, k):
+        z = x @ w + b
+        a = act(z)
+        da = d_act(z, a) * (dx @ w)
+        if idt is not None:
+            a, da = a * idt, da * idt
+        x, dx = _skip(x, a, resnet), _skip(dx, da, resnet)
+    return x, dx
+
+
+def fit_with_input_grad(nets: StackedMLP, x: Tensor, k: int | None) -> tuple[Tensor, Tensor]:
+    """Fitting net value (..., 1) and d(value)/dx (..., n_in); all nets stacked when k is None."""
+    layers = list(_params(nets, k))
+    saved = []
+    h = x
+    for w, b, idt, act, d_act, resnet in layers:
+        z = h @ w + b
+        a = act(z)
+        saved.append((h, z, a))
+        h = _skip(h, a if idt is None else a * idt, resnet)
+    value = h
+    g = torch.ones_like(value)
+    for (w, _, idt, _, d_act, resnet), (h_in, z, a) in zip(reversed(layers), reversed(saved), strict=True):
+        gz = g * d_act(z, a) if idt is None else g * idt * d_act(z, a)
+        g_in = gz @ w.transpose(-1, -2)
+        skip = _skip_transposed(g, h_in.shape[-1], resnet)
+        g = g_in if skip is None else g_in + skip
+    return value, g
+
+
+def atomic_energy_and_grad(fitting, desc: Tensor, atype: Tensor) -> tuple[Tensor, Tensor]:
+    """E_i (nf, nloc) float64 and dE_i/dD_i (nf, nloc, ndesc) in the fitting precision."""
+    x = desc.to(fitting.dtype)
+    bias = (fitting.bias_atom_e + fitting.out_bias)[atype.clamp(min=0)]
+    at_once = x.is_cuda if fitting.all_nets_at_once is None else fitting.all_nets_at_once
+    if at_once:  # every type's net on every atom at once, then each atom picks its own: few kernels
+        rows = x.shape[0] * x.shape[1]
+        value, grad = fit_with_input_grad(fitting.nets, x.reshape(1, rows, -1), None)
+        pick = atype.reshape(-1).clamp(min=0) * rows + torch.arange(rows, device=x.device)
+        energy = value.reshape(-1).index_select(0, pick).reshape(atype.shape)
+        grad = grad.reshape(-1, x.shape[-1]).index_select(0, pick).reshape(x.shape)
+        return energy.to(torch.float64) + bias, grad
+    energy = torch.zeros(atype.shape, dtype=torch.float64, device=x.device)
+    grad = torch.zeros_like(x)
+    for t in range(fitting.ntypes):
+        value, g = fit_with_input_grad(fitting.nets, x, t)
+        is_t = atype == t
+        energy = torch.where(is_t, value[..., 0].to(torch.float64), energy)
+        grad = torch.where(is_t[..., None], g, grad)
+    return energy + bias, grad
+
+
+def _switch(r: Tensor, rcut_smth: float, rcut: float) -> tuple[Tensor, Tensor]:
+    """w(r) and dw/dr of the quintic switch (both zero beyond rcut)."""
+    width = rcut - rcut_smth
+    u = ((r - rcut_smth) / width).clamp(0.0, 1.0)
+    w = u * u * u * (-6.0 * u * u + 15.0 * u - 10.0) + 1.0
+    dw = -30.0 * u * u * (u - 1.0) * (u - 1.0) / width
+    return w, dw
+
+
+def _embed_all(d, rr: Tensor, center_type: Tensor) -> tuple[Tensor, Tensor]:
+    """G and dG/ds for every slot (nf, nloc, nnei, M1): per neighbour-type block, per centre type if two-sided."""
+    starts = [0, *accumulate(d.sel)]
+    g_parts, dg_parts = [], []
+    for b in range(d.ntypes):
+        s = rr[:, :, starts[b]:starts[b + 1], :1]
+        if d.type_one_side:
+            g, dg = embed_with_tangent(d.nets, b, s)
+        else:  # net (a, b) for centre type a: every centre through every net, selected by type (static shapes)
+            g = dg = None
+            for a in range(d.ntypes):
+                g_a, dg_a = embed_with_tangent(d.nets, a + b * d.ntypes, s)
+                is_a = (center_type == a)[..., None, None]
+                g = g_a if g is None else torch.where(is_a, g_a, g)
+                dg = dg_a if dg is None else torch.where(is_a, dg_a, dg)
+        g_parts.append(g)
+        dg_parts.append(dg)
+    return torch.cat(g_parts, dim=2), torch.cat(dg_parts, dim=2)
+
+
+def energy_and_pair_grad(model, rij: Tensor, nlist: Tensor, center_type: Tensor,
+                         neighbor_type: Tensor) -> tuple[Tensor, Tensor]:
+    """Atomic energies (nf, nloc) float64 and g = dE/dr_ij (nf, nloc, nnei, 3), all differentiable."""
+    d = model.descriptor
+    x = rij.to(d.dtype)
+    mask = (nlist >= 0)[..., None]
+    r = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+    inv = 1.0 / (r + d.env_protection)
+    w, dw = _switch(r, d.rcut_smth, d.rcut)
+    w, dw = w * mask, dw * mask
+    raw = torch.cat([w * inv, x * (w * inv * inv)], dim=-1)
+    scale = 1.0 / d.dstd[center_type]
+    keep = exclusion_mask(center_type, nlist, neighbor_type, d.excluded)[..., None].to(x.dtype) \
+        if d.exclude_types else None
+    rr = (raw - d.davg[center_type]) * scale
+    if keep is not None:
+        rr = rr * keep
+    # descriptor
+    nnei, m2 = sum(d.sel), d.axis_neuron
+    g, dg = _embed_all(d, rr, center_type)
+    t_mat = torch.einsum("fnjc,fnjm->fncm", rr, g) / nnei
+    desc = torch.einsum("fncm,fnck->fnmk", t_mat, t_mat[..., :m2]).reshape(*t_mat.shape[:2], -1)
+    energy, d_desc = atomic_energy_and_grad(model.fitting, desc.to(torch.float64), center_type)
+    # dE/dT from D = T^T T<: both factors of T contribute
+    d_desc = d_desc.to(d.dtype).reshape(*t_mat.shape[:2], t_mat.shape[-1], m2)
+    t_bar = torch.einsum("fnmk,fnck->fncm", d_desc, t_mat[..., :m2])
+    t_bar = t_bar + torch.nn.functional.pad(torch.einsum("fnam,fnca->fncm", d_desc, t_mat), (0, t_mat.shape[-1] - m2))
+    # dE/dR_j: through R_j directly, and through s_j = R_j0 inside G
+    r_bar = torch.einsum("fncm,fnjm->fnjc", t_bar, g) / nnei
+    s_bar = (torch.einsum("fncm,fnjc->fnjm", t_bar, rr) * dg).sum(-1, keepdim=True) / nnei
+    r_bar = r_bar + torch.nn.functional.pad(s_bar, (0, 3))
+    if keep is not None:
+        r_bar = r_bar * keep
+    q = r_bar * scale  # dE/dR~ (the un-normalised rows)
+    # dE/dr_ij through R~ = w [1/(r+p), r_ij/(r+p)^2]
+    radial = q[..., :1] * (dw * inv - w * inv * inv) + (q[..., 1:] * x).sum(-1, keepdim=True) * (
+        dw * inv * inv - 2.0 * w * inv * inv * inv)
+    grad = radial * x / r + q[..., 1:] * (w * inv * inv)
+    return energy, grad
