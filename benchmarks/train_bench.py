@@ -4,8 +4,8 @@ Usage (from the repository root, on a GPU machine):
     python benchmarks/train_bench.py --data ../shared/data --inputs ../shared/bench/inputs --steps 3000 \
         water:float64 water:float32 copper:float32 alloy:float32[:2000]
 Each case runs in its own process, so the launch-to-first-step time includes Python start-up and imports.
-A case is NAME:PRECISION[:STEPS][:eager]; NAME picks <inputs>/<NAME>_se_e2_a.json, whose "DATA/" paths point at
---data. ms/step is the median interval between the starts of consecutive steps (CUDA events), display and
+A case is NAME:PRECISION[:STEPS][:eager][:compile]; NAME picks <inputs>/<NAME>_se_e2_a.json, whose "DATA/"
+paths point at --data. ms/step is the median interval between the starts of consecutive steps (CUDA events), display and
 checkpoint steps excluded; wall_ms_per_step is the whole loop's wall time over its steps.
 """
 
@@ -25,9 +25,12 @@ T_LAUNCH_ENV = "DEEPPOT_BENCH_T_LAUNCH"
 def parse_case(text: str) -> dict:
     parts = text.split(":")
     case = {"name": parts[0], "precision": parts[1], "steps": None, "graph": True}
+    case["compile"] = False
     for p in parts[2:]:
         if p == "eager":
             case["graph"] = False
+        elif p == "compile":
+            case["compile"] = True
         else:
             case["steps"] = int(p)
     return case
@@ -42,6 +45,7 @@ def make_config(inputs: Path, data: Path, case: dict, steps: int) -> dict:
         config["model"][part]["precision"] = case["precision"]
     config["training"]["numb_steps"] = steps
     config["training"]["save_freq"] = steps
+    config["training"]["enable_compile"] = case["compile"]
     return normalize_input(config)
 
 

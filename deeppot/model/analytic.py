@@ -100,7 +100,7 @@ def fit_with_input_grad(nets: StackedMLP, x: Tensor, k: int | None) -> tuple[Ten
     layers = list(_params(nets, k))
     saved = []
     h = x
-    for w, b, idt, act, d_act, resnet in layers:
+    for w, b, idt, act, _, resnet in layers:
         z = h @ w + b
         a = act(z)
         saved.append((h, z, a))

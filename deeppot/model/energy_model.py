@@ -52,6 +52,7 @@ class EnergyModel(nn.Module):
         self.register_buffer("min_nbor_dist", torch.tensor(-1.0, dtype=torch.float64))
         # forces from the hand-written first derivative (deeppot.model.analytic) instead of autograd's
         self.analytic_forces = True
+        self.pair_energy_fn = analytic.energy_and_pair_grad  # swapped for a torch.compile'd twin by compile()
 
     @classmethod
     def from_config(cls, model: dict[str, Any]) -> EnergyModel:
@@ -102,11 +103,16 @@ class EnergyModel(nn.Module):
         """
         if self.analytic_forces and analytic.supports(self):
             with torch.set_grad_enabled(create_graph and torch.is_grad_enabled()):
-                atom_energy, g = analytic.energy_and_pair_grad(self, pairs.rij, pairs.nlist_loc, pairs.center_type,
-                                                               pairs.neighbor_type)
+                atom_energy, g = self.pair_energy_fn(self, pairs.rij, pairs.nlist_loc, pairs.center_type,
+                                                     pairs.neighbor_type)
                 out = forces_and_virial(g, pairs.rij, pairs.nlist_loc, do_atomic_virial)
                 return {"energy": atom_energy.sum(dim=-1), "atom_energy": atom_energy, **out}
         return self.forward_pairs_autograd(pairs, do_atomic_virial, create_graph)
+
+    def compile_forces(self) -> None:
+        """torch.compile the energy-and-derivative function (first order only, so Inductor can fuse its forward
+        and backward). Costs compilation time at the first step of each batch shape."""
+        self.pair_energy_fn = torch.compile(analytic.energy_and_pair_grad, dynamic=False)
 
     def forward_pairs_autograd(self, pairs: PairData, do_atomic_virial: bool = False,
                                create_graph: bool = False) -> dict[str, Tensor]:

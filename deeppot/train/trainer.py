@@ -61,6 +61,9 @@ class Trainer:
             torch.manual_seed(tr["seed"])
         self.train_data, self.valid_data = self._load_data()
         self.model = self._build_model().to(options.device)
+        if tr.get("enable_compile"):  # DeePMD-kit's key: opt-in, compilation costs start-up time
+            self.model.compile_forces()
+            log.info("training.enable_compile: the force computation is compiled with torch.compile")
         self.lr = build_lr(config["learning_rate"], self.numb_steps)
         self.loss = EnergyLoss(config["loss"], self.lr.start_lr)
         use_graph = options.device.type == "cuda" if options.cuda_graph is None else options.cuda_graph
