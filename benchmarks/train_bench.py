@@ -99,12 +99,21 @@ def run_case(args: argparse.Namespace) -> dict:
             if i not in skip and i + 1 not in skip]
     curve = read_lcurve(workdir / tr["disp_file"])
     last = {k: float(v[-1]) for k, v in curve.items()}
+    full_valid = None
+    if args.test and tr.get("validation_data"):  # the final model on every validation frame, like `dp test`
+        from deeppot.data import find_systems
+        from deeppot.evaluate import run_test
+
+        report = run_test(trainer.model, find_systems(tr["validation_data"]["systems"]), log=lambda *a: None)
+        full_valid = {k: report.weighted[k] for k in ("rmse_e_per_atom", "rmse_f", "rmse_v_per_atom")
+                      if k in report.weighted}
     return {"case": args.case, "steps": steps, "cuda_graph": case["graph"],
             "ms_per_step": round(float(np.median(gaps)), 4) if gaps else None,
             "wall_ms_per_step": round(1e3 * loop_wall / steps, 4),
             "launch_to_first_step_s": round(first_step_done[0] - t_launch, 2),
             "peak_mem_MiB": round(torch.cuda.max_memory_allocated() / 2**20, 1),
             "final": {k: last[k] for k in last if k.startswith(("rmse_e", "rmse_f", "rmse_v"))},
+            "dp_test_validation": full_valid,
             "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
 
 
@@ -115,6 +124,7 @@ def main() -> None:
     parser.add_argument("--inputs", default="../shared/bench/inputs")
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--profile", action="store_true", help="print a profile of a few steps instead of timing")
+    parser.add_argument("--test", action="store_true", help="also evaluate the final model on all validation frames")
     parser.add_argument("--case", help=argparse.SUPPRESS)  # set in the child process
     args = parser.parse_args()
     if args.case:
@@ -124,7 +134,7 @@ def main() -> None:
         t_launch = time.time()
         env = {**os.environ, T_LAUNCH_ENV: repr(t_launch)}
         cmd = [sys.executable, __file__, "--case", case, "--data", args.data, "--inputs", args.inputs,
-               "--steps", str(args.steps)] + (["--profile"] if args.profile else [])
+               "--steps", str(args.steps)] + (["--profile"] if args.profile else []) + (["--test"] if args.test else [])
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if args.profile:
             print(proc.stdout + proc.stderr[-2000:], flush=True)
