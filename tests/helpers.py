@@ -14,6 +14,18 @@ SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 EXAMPLE_DATA = Path(__file__).resolve().parents[1] / "examples" / "water" / "data"
 
 
+def minimal_input() -> dict:
+    """The smallest valid input.json: every other key takes its default."""
+    return {
+        "model": {"type_map": ["O", "H"],
+                  "descriptor": {"type": "se_e2_a", "sel": [4, 8], "rcut": 4.0, "rcut_smth": 0.5,
+                                 "neuron": [4, 8], "axis_neuron": 2},
+                  "fitting_net": {"neuron": [8]}},
+        "learning_rate": {"start_lr": 1e-3},
+        "training": {"training_data": {"systems": ["sys_a"]}, "numb_steps": 100},
+    }
+
+
 def model_config(ntypes: int = 2, sel=(24, 24), rcut: float = 4.0, type_one_side: bool = True,
                  precision: str = "float64", **descriptor) -> dict:
     return {

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from deeppot.model.descriptor import exclusion_mask
-from deeppot.model.network import StackedMLP, activation
+from deeppot.model.network import StackedMLP, activation, skip_connection
 
 _C = math.sqrt(2.0 / math.pi)
 
@@ -54,14 +54,6 @@ def supports(model) -> bool:
                (model.descriptor.activation_function, model.fitting.activation_function))
 
 
-def _skip(x: Tensor, y: Tensor, resnet: bool) -> Tensor:
-    if resnet and y.shape[-1] == x.shape[-1]:
-        return y + x
-    if resnet and y.shape[-1] == 2 * x.shape[-1]:
-        return y + torch.cat([x, x], dim=-1)
-    return y
-
-
 def _skip_transposed(g_out: Tensor, n_in: int, resnet: bool) -> Tensor | None:
     """The skip connection's share of d(out)/d(in) applied to g_out; None when there is no skip."""
     if resnet and g_out.shape[-1] == n_in:
@@ -91,7 +83,7 @@ def embed_with_tangent(nets: StackedMLP, k: int, s: Tensor) -> tuple[Tensor, Ten
         da = d_act(z, a) * (dx @ w)
         if idt is not None:
             a, da = a * idt, da * idt
-        x, dx = _skip(x, a, resnet), _skip(dx, da, resnet)
+        x, dx = skip_connection(x, a, resnet), skip_connection(dx, da, resnet)
     return x, dx
 
 
@@ -104,7 +96,7 @@ def fit_with_input_grad(nets: StackedMLP, x: Tensor, k: int | None) -> tuple[Ten
         z = h @ w + b
         a = act(z)
         saved.append((h, z, a))
-        h = _skip(h, a if idt is None else a * idt, resnet)
+        h = skip_connection(h, a if idt is None else a * idt, resnet)
     value = h
     g = torch.ones_like(value)
     for (w, _, idt, _, d_act, resnet), (h_in, z, a) in zip(reversed(layers), reversed(saved), strict=True):

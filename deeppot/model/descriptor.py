@@ -21,20 +21,17 @@ def exclusion_mask(center_type: Tensor, nlist: Tensor, neighbor_type: Tensor, ex
 
 
 def descriptor_from_blocks(rr: Tensor, center_type: Tensor, nets: StackedMLP, sel: list[int],
-                           type_one_side: bool, axis_neuron: int, groups: list[Tensor] | None = None,
-                           slot_block: Tensor | None = None) -> tuple[Tensor, Tensor]:
+                           type_one_side: bool, axis_neuron: int,
+                           groups: list[Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """D_i = T_i^T T_i^<, with T_i = (1/Nc) sum_j R_ij^T G(s_ij) (spec §4.4).
 
     rr (nf, nloc, nnei, 4) normalised and exclusion-masked rows -> D (nf, nloc, M1*M2), T (nf, nloc, 4, M1).
     Each neighbour-type block b is embedded by net b (type_one_side) or by net (a, b) for centre type a,
-    stored at flat index a + b*ntypes. Three equal ways to run the nets: `slot_block` given (the neighbour-type
-    block of every slot, (nnei,)): all nets at once in batched GEMMs, each slot picking its net's output (fewest
-    kernels, the GPU path); else per block, with `groups` (per centre type, its atom indices in every frame) the
-    two-sided nets on their own centres only, without them every centre through every net.
+    stored at flat index a + b*ntypes. `groups` (per centre type, its atom indices in every frame) lets the
+    two-sided nets run on their own centres only; without it every centre goes through every net.
+    (Running all nets at once as batched GEMMs was measured slower on an H200: cuBLAS gives the batched weight
+    gradients, reduced over ~10^4 pair rows, no split-K; see benchmarks/results/README.md.)
     """
-    if slot_block is not None:
-        t_mat = _all_nets(rr, center_type, nets, slot_block, type_one_side, len(sel))
-        return _from_t(t_mat / sum(sel), axis_neuron)
     starts = [0, *accumulate(sel)]
     blocks = [rr[:, :, starts[b]:starts[b + 1], :] for b in range(len(sel))]
     if type_one_side:
@@ -49,18 +46,6 @@ def descriptor_from_blocks(rr: Tensor, center_type: Tensor, nets: StackedMLP, se
 def _from_t(t_mat: Tensor, axis_neuron: int) -> tuple[Tensor, Tensor]:
     d = torch.einsum("fncm,fnck->fnmk", t_mat, t_mat[..., :axis_neuron])
     return d.reshape(*d.shape[:2], -1), t_mat
-
-
-def _all_nets(rr: Tensor, center_type: Tensor, nets: StackedMLP, slot_block: Tensor, type_one_side: bool,
-              ntypes: int) -> Tensor:
-    """sum_j R_j^T G_net(j)(s_j) with every net run on every slot at once, then each slot's own output picked."""
-    nf, nloc, nnei, _ = rr.shape
-    rows = nf * nloc * nnei
-    g_all = nets.forward_all(rr[..., :1].reshape(1, rows, 1))  # (nnets, rows, M1)
-    net = slot_block.expand(nf, nloc, nnei) if type_one_side else center_type[..., None] + slot_block * ntypes
-    pick = net.reshape(-1) * rows + torch.arange(rows, device=rr.device)
-    g = g_all.reshape(-1, g_all.shape[-1]).index_select(0, pick).reshape(nf, nloc, nnei, -1)
-    return torch.einsum("fnjc,fnjm->fncm", rr, g)
 
 
 def _embed_block(block: Tensor, net) -> Tensor:
@@ -112,12 +97,6 @@ class DescrptSeA(nn.Module):
         nnei = sum(sel)
         nnets = ntypes if type_one_side else ntypes * ntypes
         self.nets = StackedMLP(nnets, 1, neuron, activation_function, resnet_dt, dtype, seed=seed)
-        # neighbour-type block of every slot, for running all nets at once. Off by default: measured slower on an
-        # H200 (benchmarks/results/README.md), since the batched GEMMs' weight gradients reduce over ~10^4 pair
-        # rows without split-K, where per-net GEMMs get it.
-        self.register_buffer("slot_block", torch.repeat_interleave(torch.arange(ntypes), torch.tensor(sel)),
-                             persistent=False)
-        self.all_nets_at_once = False
         excluded = torch.zeros(ntypes, ntypes, dtype=torch.bool)
         for a, b in self.exclude_types:
             excluded[a, b] = excluded[b, a] = True
@@ -141,5 +120,5 @@ class DescrptSeA(nn.Module):
         if self.exclude_types:
             rr = rr * exclusion_mask(center_type, nlist, neighbor_type, self.excluded).to(rr.dtype)[..., None]
         d, _ = descriptor_from_blocks(rr, center_type, self.nets, self.sel, self.type_one_side, self.axis_neuron,
-                                      groups, self.slot_block if self.all_nets_at_once else None)
+                                      groups)
         return d.to(torch.float64)

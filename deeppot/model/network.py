@@ -41,7 +41,7 @@ def activation(name: str) -> Callable[[Tensor], Tensor]:
         raise ValueError(f"unknown activation function {name!r}; choose from {sorted(ACTIVATIONS)}") from None
 
 
-def has_skip(n_in: int, n_out: int) -> bool:
+def hasskip_connection(n_in: int, n_out: int) -> bool:
     return n_out == n_in or n_out == 2 * n_in
 
 
@@ -49,7 +49,7 @@ def dense_layer(x: Tensor, matrix: Tensor, bias: Tensor, idt: Tensor | None,
                 act: Callable[[Tensor], Tensor], resnet: bool) -> Tensor:
     """One DeePMD layer. x: (..., n_in) -> (..., n_out)."""
     z = act(x @ matrix + bias)
-    return _skip(x, z if idt is None else z * idt, resnet)
+    return skip_connection(x, z if idt is None else z * idt, resnet)
 
 
 def _init_layer(n_in: int, n_out: int, timestep: bool, generator: torch.Generator | None) -> tuple[Tensor, ...]:
@@ -66,7 +66,7 @@ class StackedLayer(nn.Module):
     def __init__(self, nnets: int, n_in: int, n_out: int, use_timestep: bool, activation_function: str,
                  resnet: bool, dtype: torch.dtype) -> None:
         super().__init__()
-        timestep = use_timestep and has_skip(n_in, n_out)  # DeePMD: idt only where a skip exists
+        timestep = use_timestep and hasskip_connection(n_in, n_out)  # DeePMD: idt only where a skip exists
         self.matrix = nn.Parameter(torch.zeros(nnets, n_in, n_out, dtype=dtype))
         self.bias = nn.Parameter(torch.zeros(nnets, 1, n_out, dtype=dtype))
         self.idt = nn.Parameter(torch.zeros(nnets, 1, n_out, dtype=dtype)) if timestep else None
@@ -84,7 +84,7 @@ class StackedLayer(nn.Module):
     def forward_all(self, x: Tensor) -> Tensor:
         """Every net on its own rows: x (nnets or 1, P, n_in) -> (nnets, P, n_out); one batched GEMM with bias."""
         z = self.act(torch.baddbmm(self.bias, x.expand(self.matrix.shape[0], -1, -1), self.matrix))
-        return _skip(x, z if self.idt is None else z * self.idt, self.resnet)
+        return skip_connection(x, z if self.idt is None else z * self.idt, self.resnet)
 
     def forward_one(self, x: Tensor, k: int) -> Tensor:
         """Net k on x (..., n_in)."""
@@ -92,7 +92,7 @@ class StackedLayer(nn.Module):
         return dense_layer(x, self.matrix[k], self.bias[k, 0], idt, self.act, self.resnet)
 
 
-def _skip(x: Tensor, z: Tensor, resnet: bool) -> Tensor:
+def skip_connection(x: Tensor, z: Tensor, resnet: bool) -> Tensor:
     if resnet and z.shape[-1] == x.shape[-1]:
         return z + x
     if resnet and z.shape[-1] == 2 * x.shape[-1]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import minimal_input
 
 from deeppot.config.input import load_input, normalize_input, write_out_json
 from deeppot.config.schema import ConfigError
@@ -34,17 +35,6 @@ FILLED = {
                  "enable_tf32"},
 }
 DATA_FILLED = {"systems", "rglob_patterns", "batch_size", "auto_prob", "sys_probs"}
-
-
-def minimal() -> dict[str, Any]:
-    return {
-        "model": {"type_map": ["O", "H"],
-                  "descriptor": {"type": "se_e2_a", "sel": [4, 8], "rcut": 4.0, "rcut_smth": 0.5,
-                                 "neuron": [4, 8], "axis_neuron": 2},
-                  "fitting_net": {"neuron": [8]}},
-        "learning_rate": {"start_lr": 1e-3},
-        "training": {"training_data": {"systems": ["sys_a"]}, "numb_steps": 100},
-    }
 
 
 @needs_bench
@@ -92,7 +82,7 @@ def _legacy_variant(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_legacy_v1_conversion():
-    config = minimal()
+    config = minimal_input()
     config["training"] = {"systems": ["a", "b"], "batch_size": 2, "stop_batch": 20000, "numb_test": 5,
                           "sys_weights": [0.5, 0.5]}
     config["learning_rate"] = {"start_lr": 1e-3, "decay_steps": 1000, "decay_rate": 0.9}
@@ -106,27 +96,27 @@ def test_legacy_v1_conversion():
 
 
 def test_legacy_v1_and_v2_layouts_together_rejected():
-    config = minimal()
+    config = minimal_input()
     config["training"]["systems"] = ["a"]
     with pytest.raises(ConfigError, match=r"^training\.systems: .*training_data"):
         normalize_input(config)
 
 
 def test_v2_decay_rate_is_kept():
-    config = minimal()
+    config = minimal_input()
     config["learning_rate"]["decay_rate"] = 0.95
     lr = normalize_input(config)["learning_rate"]
     assert lr["decay_rate"] == 0.95 and lr["stop_lr"] == 5e-8
 
 
 def test_numb_test_dropped_in_v2_layout():
-    config = minimal()
+    config = minimal_input()
     config["training"]["numb_test"] = 4
     assert "numb_test" not in normalize_input(config)["training"]
 
 
 def test_legacy_opt_type_moves_to_optimizer():
-    config = minimal()
+    config = minimal_input()
     config["training"].update(opt_type="AdamW", adam_beta1=0.8, weight_decay=0.01)
     out = normalize_input(config)
     assert out["optimizer"] == {"type": "AdamW", "adam_beta1": 0.8, "weight_decay": 0.01, "adam_beta2": 0.999}
@@ -134,14 +124,14 @@ def test_legacy_opt_type_moves_to_optimizer():
 
 
 def test_legacy_optimizer_key_wins_over_optimizer_section():
-    config = minimal()
+    config = minimal_input()
     config["optimizer"] = {"type": "Adam", "adam_beta1": 0.7}
     config["training"]["adam_beta1"] = 0.8
     assert normalize_input(config)["optimizer"]["adam_beta1"] == 0.8
 
 
 def test_legacy_warmup_keys_move_to_learning_rate():
-    config = minimal()
+    config = minimal_input()
     config["training"].update(warmup_steps=10, warmup_start_factor=0.1)
     out = normalize_input(config)
     assert out["learning_rate"]["warmup_steps"] == 10 and out["learning_rate"]["warmup_start_factor"] == 0.1
@@ -149,7 +139,7 @@ def test_legacy_warmup_keys_move_to_learning_rate():
 
 
 def test_legacy_warmup_conflict():
-    config = minimal()
+    config = minimal_input()
     config["training"]["warmup_steps"] = 10
     config["learning_rate"]["warmup_steps"] = 20
     with pytest.raises(ConfigError, match=r"^training\.warmup_steps: also given in learning_rate"):
@@ -192,8 +182,8 @@ def test_top_level_must_be_an_object():
 
 def test_load_input_reads_json(tmp_path):
     path = tmp_path / "input.json"
-    path.write_text(json.dumps(minimal()))
-    assert load_input(path) == minimal()
+    path.write_text(json.dumps(minimal_input()))
+    assert load_input(path) == minimal_input()
 
 
 def test_load_input_syntax_error_names_file_line_and_column(tmp_path):
@@ -211,7 +201,7 @@ def test_load_input_missing_file(tmp_path):
 
 
 def test_write_out_json_atomic_indent4(tmp_path):
-    config = normalize_input(minimal())
+    config = normalize_input(minimal_input())
     path = tmp_path / "out.json"
     path.write_text("old content")
     write_out_json(config, path)

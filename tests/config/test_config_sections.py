@@ -7,26 +7,15 @@ import math
 from typing import Any
 
 import pytest
+from helpers import minimal_input
 
 from deeppot.config.input import normalize_input
 from deeppot.config.schema import ConfigError
 
 
-def minimal() -> dict[str, Any]:
-    """The smallest valid input: every other key takes its default."""
-    return {
-        "model": {"type_map": ["O", "H"],
-                  "descriptor": {"type": "se_e2_a", "sel": [4, 8], "rcut": 4.0, "rcut_smth": 0.5,
-                                 "neuron": [4, 8], "axis_neuron": 2},
-                  "fitting_net": {"neuron": [8]}},
-        "learning_rate": {"start_lr": 1e-3},
-        "training": {"training_data": {"systems": ["sys_a"]}, "numb_steps": 100},
-    }
-
-
 def with_change(path: str, value: Any, base: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A copy of `base` (default: minimal()) with the dotted `path` set to `value` (DELETE removes it)."""
-    config = copy.deepcopy(base if base is not None else minimal())
+    """A copy of `base` (default: minimal_input()) with the dotted `path` set to `value` (DELETE removes it)."""
+    config = copy.deepcopy(base if base is not None else minimal_input())
     *parents, last = path.split(".")
     node = config
     for name in parents:
@@ -51,7 +40,7 @@ def error_of(config: dict[str, Any]) -> str:
 
 
 def test_defaults_filled_from_the_spec():
-    out = normalize_input(minimal())
+    out = normalize_input(minimal_input())
     lr, loss, opt, training = out["learning_rate"], out["loss"], out["optimizer"], out["training"]
     assert lr == {"start_lr": 1e-3, "stop_lr": 5e-8, "stop_lr_ratio": None, "warmup_steps": 0, "warmup_ratio": None,
                   "warmup_start_factor": 0.0, "scale_by_worker": "linear", "type": "exp", "decay_steps": 5000,
@@ -77,7 +66,7 @@ def test_defaults_filled_from_the_spec():
 
 
 def test_aliases_resolved():
-    config = minimal()
+    config = minimal_input()
     config["training"] = {"training_data": {"systems": "data_dir", "sys_weights": [0.5, -1], "auto_prob_style":
                                             "prob_uniform", "batch_size": "max:64"},
                           "validation_data": {"systems": ["v"], "numb_batch": 3}, "stop_batch": 7}
@@ -105,7 +94,7 @@ def test_numb_epoch_alone_is_accepted():
 
 
 def test_comment_keys_dropped_everywhere():
-    config = minimal()
+    config = minimal_input()
     config["_comment"] = "top"
     config["training"]["_comment"] = "x"
     config["training"]["training_data"]["_note"] = "y"
@@ -233,7 +222,7 @@ def test_features_switched_off_or_ignored_are_accepted(path, value):
 @pytest.mark.parametrize(("section", "kind"), [("learning_rate", "cosine"), ("loss", "dens"),
                                                ("optimizer", "LKF")])
 def test_unsupported_section_types(section, kind):
-    config = minimal()
+    config = minimal_input()
     config[section] = {**config.get(section, {}), "type": kind}
     message = error_of(config)
     assert message.startswith(f"{section}.type: '{kind}' is not supported")

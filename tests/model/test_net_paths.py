@@ -1,4 +1,5 @@
-"""The three equal ways of running the per-type nets give the same energies, forces and training gradients."""
+"""The equal ways of running the per-type nets (fitting nets all at once; per net with and without type groups)
+give the same energies, forces and training gradients."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def test_all_nets_at_once_equals_per_net(type_one_side, exclude):
     pairs = PairData.from_neighbors(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, model.rcut)
     results = []
     for at_once, groups in ((True, None), (False, None), (False, type_groups(atype, 2))):
-        model.descriptor.all_nets_at_once = model.fitting.all_nets_at_once = at_once
+        model.fitting.all_nets_at_once = at_once
         pairs.groups = groups
         results.append(force_loss_gradients(model, pairs))
     (ref, ref_grads), *others = results
