@@ -52,7 +52,7 @@ class EnergyModel(nn.Module):
         self.register_buffer("min_nbor_dist", torch.tensor(-1.0, dtype=torch.float64))
         # forces from the hand-written first derivative (deeppot.model.analytic) instead of autograd's
         self.analytic_forces = True
-        self.pair_energy_fn = analytic.energy_and_pair_grad  # swapped for a torch.compile'd twin by compile()
+        self.pair_energy_fn = analytic.energy_and_pair_grad  # a torch.compile'd twin after compile_forces()
 
     @classmethod
     def from_config(cls, model: dict[str, Any]) -> EnergyModel:
