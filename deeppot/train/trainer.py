@@ -56,10 +56,10 @@ class Trainer:
     def __init__(self, config: dict[str, Any], options: RunOptions) -> None:
         self.config, self.opt = config, options
         tr = config["training"]
-        self.numb_steps = int(tr["numb_steps"])
         if tr.get("seed") is not None:
             torch.manual_seed(tr["seed"])
         self.train_data, self.valid_data = self._load_data()
+        self.numb_steps = self._numb_steps()
         self.model = self._build_model().to(options.device)
         if tr.get("enable_compile"):  # DeePMD-kit's key: opt-in, compilation costs start-up time
             self.model.compile_forces()
@@ -116,6 +116,17 @@ class Trainer:
         for line in train.summary():
             log.info(line)
         return train, valid
+
+    def _numb_steps(self) -> int:
+        """training.numb_steps, or from numb_epoch: ceil(numb_epoch * ceil(max_i nbatch_i / p_i)) (spec §9.1)."""
+        tr = self.config["training"]
+        if "numb_steps" in tr:
+            return int(tr["numb_steps"])
+        data = self.train_data
+        per_epoch = max(math.ceil(n / p) for n, p in zip(data.nbatch, data.probs, strict=True) if p > 0)
+        steps = math.ceil(tr["numb_epoch"] * per_epoch)
+        log.info("numb_epoch %g -> numb_steps %d", tr["numb_epoch"], steps)
+        return steps
 
     def _sampler(self, systems, section: dict[str, Any], seed: int | None) -> DataSampler:
         desc = self.config["model"]["descriptor"]
@@ -262,7 +273,9 @@ class Trainer:
                                 f"{last}. Lower learning_rate.start_lr or check the data for bad frames.")
 
     def _save(self, step: int, metrics: dict[str, torch.Tensor]) -> None:
-        self._check_finite(step, float(metrics["rmse"]))  # never save a model that has gone NaN
+        # never save a model that has gone NaN: this step's loss, and the weights after its update
+        params_finite = torch.stack([torch.isfinite(p).all() for p in self.model.parameters()]).all()
+        self._check_finite(step, float(metrics["rmse"]) if bool(params_finite) else math.nan)
         state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
                  "config": self.config, "step": step,
                  "sampler": {"train": self.train_data.state_dict(),

@@ -160,3 +160,11 @@ def test_nan_loss_stops_and_keeps_last_checkpoint(tmp_path, systems, monkeypatch
     with pytest.raises(TrainingError, match=r"NaN detected at batch 6.*model\.ckpt-3\.pt"):
         trainer.run()
     assert sorted(p.name for p in tmp_path.glob("model.ckpt-*.pt")) == ["model.ckpt-3.pt"]
+
+
+def test_numb_epoch_sets_the_number_of_steps(tmp_path, systems):
+    config = tiny_input(*systems)
+    del config["training"]["numb_steps"]
+    config["training"]["numb_epoch"] = 1.5  # one system of 6 frames, batch 1: 6 batches per epoch
+    trainer = Trainer(normalize_input(config), RunOptions(workdir=tmp_path, device=torch.device("cpu")))
+    assert trainer.numb_steps == 9
