@@ -69,10 +69,14 @@ def _parity_panel(ax: Axes, data: np.ndarray, pred: np.ndarray, name: str, unit:
         low = float(min(data.min(), pred.min()))
         high = float(max(data.max(), pred.max()))
         ax.plot([low, high], [low, high], color="black", linewidth=0.8, label="y = x")
+        pad = 0.05 * (high - low) or 1.0
+        ax.set_xlim(low - pad, high + pad)  # the same range on both axes, so y = x is the diagonal
+        ax.set_ylim(low - pad, high + pad)
+    ax.ticklabel_format(useOffset=False)  # an offset per axis made the two axes hard to compare
     ax.set_xlabel(f"labelled {name} ({unit})")
     ax.set_ylabel(f"predicted {name} ({unit})")
     ax.set_title(name if rmse is None else f"{name}: RMSE = {rmse:.3e} {unit}")
-    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_aspect("equal", adjustable="box")
 
 
 def plot_lcurve(lcurve_path: str | os.PathLike, out_path: str | os.PathLike) -> Figure:
