@@ -6,7 +6,8 @@ set -u
 export PYTHONPATH=/tmp/peer-site:$(realpath .peer/peer/stubs)
 for ckpt in /tmp/tmp.*/model.ckpt.pt; do
   dir=$(dirname "$ckpt")
-  prec=$(python3 -c "import json; print(json.load(open('$dir/input.json'))['model']['descriptor']['precision'])")
-  echo "=== dp test of $ckpt ($prec)"
+  info=$(python3 -c "import json; d = json.load(open('$dir/input.json')); \
+print(d['model']['descriptor']['precision'], d['training']['numb_steps'], 'steps')")
+  echo "=== dp test of $ckpt ($info)"
   (cd "$dir" && python3 -m deepmd --pt test -m model.ckpt.pt -s "$@" 2>&1 | grep -E "Energy RMSE/Natoms|Force  RMSE" | tail -2)
 done
