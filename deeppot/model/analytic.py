@@ -19,6 +19,8 @@ import torch
 from torch import Tensor
 
 from deeppot.model.descriptor import exclusion_mask
+from deeppot.model.env_mat import smooth_switch, smooth_switch_derivative
+from deeppot.model.fitting import own_type_rows
 from deeppot.model.network import StackedMLP, activation, skip_connection
 
 _C = math.sqrt(2.0 / math.pi)
@@ -111,14 +113,10 @@ def atomic_energy_and_grad(fitting, desc: Tensor, atype: Tensor) -> tuple[Tensor
     """E_i (nf, nloc) float64 and dE_i/dD_i (nf, nloc, ndesc) in the fitting precision."""
     x = desc.to(fitting.dtype)
     bias = (fitting.bias_atom_e + fitting.out_bias)[atype.clamp(min=0)]
-    at_once = x.is_cuda if fitting.all_nets_at_once is None else fitting.all_nets_at_once
-    if at_once:  # every type's net on every atom at once, then each atom picks its own: few kernels
-        rows = x.shape[0] * x.shape[1]
-        value, grad = fit_with_input_grad(fitting.nets, x.reshape(1, rows, -1), None)
-        pick = atype.reshape(-1).clamp(min=0) * rows + torch.arange(rows, device=x.device)
-        energy = value.reshape(-1).index_select(0, pick).reshape(atype.shape)
-        grad = grad.reshape(-1, x.shape[-1]).index_select(0, pick).reshape(x.shape)
-        return energy.to(torch.float64) + bias, grad
+    if fitting.at_once(x):  # every type's net on every atom at once, then each atom picks its own: few kernels
+        value, grad = fit_with_input_grad(fitting.nets, x.reshape(1, -1, x.shape[-1]), None)
+        energy = own_type_rows(value, atype).reshape(atype.shape)
+        return energy.to(torch.float64) + bias, own_type_rows(grad, atype).reshape(x.shape)
     energy = torch.zeros(atype.shape, dtype=torch.float64, device=x.device)
     grad = torch.zeros_like(x)
     for t in range(fitting.ntypes):
@@ -127,15 +125,6 @@ def atomic_energy_and_grad(fitting, desc: Tensor, atype: Tensor) -> tuple[Tensor
         energy = torch.where(is_t, value[..., 0].to(torch.float64), energy)
         grad = torch.where(is_t[..., None], g, grad)
     return energy + bias, grad
-
-
-def _switch(r: Tensor, rcut_smth: float, rcut: float) -> tuple[Tensor, Tensor]:
-    """w(r) and dw/dr of the quintic switch (both zero beyond rcut)."""
-    width = rcut - rcut_smth
-    u = ((r - rcut_smth) / width).clamp(0.0, 1.0)
-    w = u * u * u * (-6.0 * u * u + 15.0 * u - 10.0) + 1.0
-    dw = -30.0 * u * u * (u - 1.0) * (u - 1.0) / width
-    return w, dw
 
 
 def _embed_all(d, rr: Tensor, center_type: Tensor) -> tuple[Tensor, Tensor]:
@@ -166,7 +155,7 @@ def energy_and_pair_grad(model, rij: Tensor, nlist: Tensor, center_type: Tensor,
     mask = (nlist >= 0)[..., None]
     r = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
     inv = 1.0 / (r + d.env_protection)
-    w, dw = _switch(r, d.rcut_smth, d.rcut)
+    w, dw = smooth_switch(r, d.rcut_smth, d.rcut), smooth_switch_derivative(r, d.rcut_smth, d.rcut)
     w, dw = w * mask, dw * mask
     raw = torch.cat([w * inv, x * (w * inv * inv)], dim=-1)
     scale = 1.0 / d.dstd[center_type]

@@ -12,6 +12,12 @@ def smooth_switch(r: Tensor, rcut_smth: float, rcut: float) -> Tensor:
     return u * u * u * (-6.0 * u * u + 15.0 * u - 10.0) + 1.0
 
 
+def smooth_switch_derivative(r: Tensor, rcut_smth: float, rcut: float) -> Tensor:
+    """dw/dr of `smooth_switch`: -30 u^2 (u-1)^2 / (rcut - rcut_smth), zero outside (rcut_smth, rcut)."""
+    u = ((r - rcut_smth) / (rcut - rcut_smth)).clamp(0.0, 1.0)
+    return -30.0 * u * u * (u - 1.0) * (u - 1.0) / (rcut - rcut_smth)
+
+
 def neighbor_vectors(ext_coord: Tensor, nlist: Tensor, rcut: float) -> tuple[Tensor, Tensor]:
     """Displacements r_ij = x_J - x_i for every neighbour slot, and the slot mask.
 

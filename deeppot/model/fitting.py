@@ -19,10 +19,8 @@ def atomic_energy(descriptor: Tensor, atype: Tensor, nets: StackedMLP, bias: Ten
     """
     x = descriptor.to(dtype)
     if at_once:
-        rows = x.shape[0] * x.shape[1]
-        e_all = nets.forward_all(x.reshape(1, rows, -1)).reshape(-1)  # (ntypes * rows,)
-        pick = atype.reshape(-1).clamp(min=0) * rows + torch.arange(rows, device=x.device)
-        energy = e_all.index_select(0, pick).reshape(atype.shape).to(torch.float64)
+        e_all = nets.forward_all(x.reshape(1, -1, x.shape[-1]))  # (ntypes, nf*nloc, 1)
+        energy = own_type_rows(e_all, atype).reshape(atype.shape).to(torch.float64)
         return energy + bias[atype.clamp(min=0)]
     energy = torch.zeros(atype.shape, dtype=torch.float64, device=descriptor.device)
     for t, net in enumerate(nets):
@@ -32,6 +30,13 @@ def atomic_energy(descriptor: Tensor, atype: Tensor, nets: StackedMLP, bias: Ten
             e_t = net(x.index_select(1, groups[t]))[..., 0].to(torch.float64)
             energy = energy.index_copy(1, groups[t], e_t)
     return energy + bias[atype.clamp(min=0)]
+
+
+def own_type_rows(per_type: Tensor, atype: Tensor) -> Tensor:
+    """Row i of per_type[atype_i]: (ntypes, nf*nloc, k), atype (nf, nloc) -> (nf*nloc, k); one gather."""
+    rows = per_type.shape[1]
+    pick = atype.reshape(-1).clamp(min=0) * rows + torch.arange(rows, device=per_type.device)
+    return per_type.reshape(-1, per_type.shape[-1]).index_select(0, pick)
 
 
 class EnergyFitting(nn.Module):
@@ -52,7 +57,10 @@ class EnergyFitting(nn.Module):
         self.register_buffer("bias_atom_e", torch.zeros(ntypes, dtype=torch.float64))
         self.register_buffer("out_bias", torch.zeros(ntypes, dtype=torch.float64))
 
+    def at_once(self, x: Tensor) -> bool:
+        """Run every type's net on every atom at once (batched GEMMs, fewest kernels): by default on CUDA."""
+        return x.is_cuda if self.all_nets_at_once is None else self.all_nets_at_once
+
     def forward(self, descriptor: Tensor, atype: Tensor, groups: list[Tensor] | None = None) -> Tensor:
-        at_once = descriptor.is_cuda if self.all_nets_at_once is None else self.all_nets_at_once
         return atomic_energy(descriptor, atype, self.nets, self.bias_atom_e + self.out_bias, self.dtype, groups,
-                             at_once)
+                             self.at_once(descriptor))

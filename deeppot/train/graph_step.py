@@ -31,57 +31,88 @@ class _Captured:
     metrics: dict[str, Tensor]  # written by every replay
 
 
-class GraphedStep:
-    """Callable like `Trainer.step`: runs one optimisation step by replaying a captured graph."""
+class _Replayer:
+    """One captured graph per (frame store, batch size) of a sampler; `_body` is what gets captured."""
 
-    def __init__(self, trainer) -> None:
-        self.tr = trainer
-        self.device = trainer.opt.device
-        self.lr = trainer.lr_tensor  # the optimizer's lr too: one device scalar, refreshed before each replay
+    warmup_iters = 1
+
+    def __init__(self, trainer, sampler, pool) -> None:
+        self.tr, self.sampler, self.pool = trainer, sampler, pool
         self.graphs: dict[tuple[int, int], _Captured] = {}
-        self.pool = torch.cuda.graph_pool_handle()
 
-    def __call__(self, step: int) -> dict[str, Tensor]:
-        store_id, frames = self.tr.train_data.next_index()
+    def replay(self, lr: float) -> tuple[dict[str, Tensor], int]:
+        """Replay the graph of the sampler's next batch; its metrics (valid until the next replay), natoms."""
+        store_id, frames = self.sampler.next_index()
         captured = self.graphs.get((store_id, len(frames)))
         if captured is None:
             captured = self._capture(store_id, frames)
         # pageable host -> device copy without waiting for the device (the data is staged at once)
         captured.index.copy_(torch.from_numpy(frames), non_blocking=True)
-        lr = self.tr.lr.value(step)
-        self.lr.fill_(lr)
-        self.tr.adam_lr.fill_(lr)
+        self._set_lr(lr)
         captured.graph.replay()
-        return captured.metrics
+        return captured.metrics, self.sampler.stores[store_id].natoms
+
+    def _set_lr(self, lr: float) -> None:
+        self.tr.lr_tensor.fill_(lr)  # the loss prefactors' learning rate
+
+    def _before_run(self) -> None:
+        """Called before each warm-up iteration and before the capture."""
+
+    def _body(self, store_id: int, index: Tensor) -> dict[str, Tensor]:
+        raise NotImplementedError
+
+    def _capture(self, store_id: int, frames: np.ndarray) -> _Captured:
+        index = torch.as_tensor(frames, device=self.tr.opt.device)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(self.warmup_iters):
+                self._before_run()
+                self._body(store_id, index)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        self._before_run()
+        with torch.cuda.graph(graph, pool=self.pool):
+            metrics = self._body(store_id, index)
+        log.info("captured %s for store %d, batch of %d frame(s)", type(self).__name__, store_id, len(frames))
+        captured = _Captured(graph, index, metrics)
+        self.graphs[(store_id, len(frames))] = captured
+        return captured
+
+
+class GraphedStep(_Replayer):
+    """Callable like `Trainer.step`: runs one optimisation step by replaying a captured graph."""
+
+    warmup_iters = WARMUP_ITERS
+
+    def __init__(self, trainer) -> None:
+        super().__init__(trainer, trainer.train_data, torch.cuda.graph_pool_handle())
+
+    def __call__(self, step: int) -> dict[str, Tensor]:
+        return self.replay(self.tr.lr.value(step))[0]
+
+    def _set_lr(self, lr: float) -> None:
+        super()._set_lr(lr)
+        self.tr.adam_lr.fill_(lr)  # fused Adam's own (float32) learning rate
+
+    def _before_run(self) -> None:
+        # the graph allocates (and on replay overwrites) the gradients
+        self.tr.optimizer.zero_grad(set_to_none=True)
 
     def _body(self, store_id: int, index: Tensor) -> dict[str, Tensor]:
         tr = self.tr
         batch = tr.train_data.stores[store_id].gather(index)
         pred = tr.model.forward_pairs(batch.pairs, create_graph=True)
-        loss, metrics = tr.loss(pred, batch.labels, batch.find, batch.natoms, self.lr)
+        loss, metrics = tr.loss(pred, batch.labels, batch.find, batch.natoms, tr.lr_tensor)
         loss.backward()
         tr.clip_gradients()
         tr.optimizer.step()
         return metrics
 
     def _capture(self, store_id: int, frames: np.ndarray) -> _Captured:
-        index = torch.as_tensor(frames, device=self.device)
         saved = self._snapshot()
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(WARMUP_ITERS):
-                self.tr.optimizer.zero_grad(set_to_none=True)
-                self._body(store_id, index)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        self.tr.optimizer.zero_grad(set_to_none=True)  # the graph allocates (and then overwrites) the gradients
-        with torch.cuda.graph(graph, pool=self.pool):
-            metrics = self._body(store_id, index)
+        captured = super()._capture(store_id, frames)
         self._restore(saved)  # the warm-up updates must not count as training steps
-        log.info("captured the training step for store %d, batch of %d frame(s)", store_id, len(frames))
-        captured = _Captured(graph, index, metrics)
-        self.graphs[(store_id, len(frames))] = captured
         return captured
 
     def _snapshot(self) -> tuple[list[Tensor], dict[int, dict[str, Tensor]]]:
@@ -101,38 +132,13 @@ class GraphedStep:
                 v.copy_(before[k]) if before is not None else v.zero_()
 
 
-class GraphedMetrics:
+class GraphedMetrics(_Replayer):
     """Validation metrics of the next batch (forward, forces, loss; no update), replayed from CUDA graphs."""
 
-    def __init__(self, trainer, sampler, pool) -> None:
-        self.tr, self.sampler, self.pool = trainer, sampler, pool
-        self.graphs: dict[tuple[int, int], _Captured] = {}
-
     def __call__(self, lr: float) -> tuple[dict[str, Tensor], int]:
-        store_id, frames = self.sampler.next_index()
-        captured = self.graphs.get((store_id, len(frames)))
-        if captured is None:
-            captured = self._capture(store_id, frames)
-        captured.index.copy_(torch.from_numpy(frames), non_blocking=True)
-        self.tr.lr_tensor.fill_(lr)
-        captured.graph.replay()
-        return captured.metrics, self.sampler.stores[store_id].natoms
+        return self.replay(lr)
 
     def _body(self, store_id: int, index: Tensor) -> dict[str, Tensor]:
         batch = self.sampler.stores[store_id].gather(index)
         pred = self.tr.model.forward_pairs(batch.pairs)
         return self.tr.loss(pred, batch.labels, batch.find, batch.natoms, self.tr.lr_tensor)[1]
-
-    def _capture(self, store_id: int, frames: np.ndarray) -> _Captured:
-        index = torch.as_tensor(frames, device=self.tr.opt.device)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            self._body(store_id, index)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.pool):
-            metrics = self._body(store_id, index)
-        captured = _Captured(graph, index, metrics)
-        self.graphs[(store_id, len(frames))] = captured
-        return captured

@@ -79,20 +79,21 @@ class Trainer:
         if options.restart is not None:
             self._restore(options.restart)
         self.ckpt = CheckpointManager(tr["save_ckpt"], tr.get("save_dir"), tr["max_ckpt_keep"], options.workdir)
-        self.graphed = self.graphed_valid = None
-        if use_graph:
-            from deeppot.train.graph_step import GraphedStep
-
-            self.train_data.build_all()  # every frame's neighbour data now, on the GPU: the graphs gather from it
-            self.graphed = GraphedStep(self)
-            if self.valid_data is not None:
-                from deeppot.train.graph_step import GraphedMetrics
-
-                self.valid_data.build_all()
-                self.graphed_valid = GraphedMetrics(self, self.valid_data, self.graphed.pool)
+        self.graphed, self.graphed_valid = self._graph_replayers() if use_graph else (None, None)
         log.info("training step: %s", "CUDA graph replay" if use_graph else "eager")
 
     # ---- set-up --------------------------------------------------------------------------------------------
+
+    def _graph_replayers(self):
+        """The CUDA-graph replayers of the training step and of validation (deeppot.train.graph_step)."""
+        from deeppot.train.graph_step import GraphedMetrics, GraphedStep
+
+        self.train_data.build_all()  # every frame's neighbour data now, on the GPU: the graphs gather from it
+        step = GraphedStep(self)
+        if self.valid_data is None:
+            return step, None
+        self.valid_data.build_all()
+        return step, GraphedMetrics(self, self.valid_data, step.pool)
 
     def _load_data(self) -> tuple[DataSampler, DataSampler | None]:
         cfg, tr = self.config, self.config["training"]
