@@ -4,7 +4,8 @@ Usage (from the repository root, on a GPU machine):
     python benchmarks/train_bench.py --data ../shared/data --inputs ../shared/bench/inputs --steps 3000 \
         water:float64 water:float32 copper:float32 alloy:float32[:2000]
 Each case runs in its own process, so the launch-to-first-step time includes Python start-up and imports.
-A case is NAME:PRECISION[:STEPS][:eager][:compile]; NAME picks <inputs>/<NAME>_se_e2_a.json, whose "DATA/"
+A case is NAME:PRECISION[:STEPS][:eager][:compile][:plain][:tf32] (plain: no fused Triton
+kernels; tf32: their mixed-precision opt-in); NAME picks <inputs>/<NAME>_se_e2_a.json, whose "DATA/"
 paths point at --data. ms/step is the median interval between the starts of consecutive steps (CUDA events), display and
 checkpoint steps excluded; wall_ms_per_step is the whole loop's wall time over its steps.
 """
@@ -24,13 +25,17 @@ T_LAUNCH_ENV = "DEEPPOT_BENCH_T_LAUNCH"
 
 def parse_case(text: str) -> dict:
     parts = text.split(":")
-    case = {"name": parts[0], "precision": parts[1], "steps": None, "graph": True}
-    case["compile"] = False
+    case = {"name": parts[0], "precision": parts[1], "steps": None, "graph": True, "compile": False,
+            "fused": True, "tf32": False}
     for p in parts[2:]:
         if p == "eager":
             case["graph"] = False
         elif p == "compile":
             case["compile"] = True
+        elif p == "plain":
+            case["fused"] = False
+        elif p == "tf32":
+            case["tf32"] = True
         else:
             case["steps"] = int(p)
     return case
@@ -65,7 +70,9 @@ def run_case(args: argparse.Namespace) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix=f"bench-{case['name']}-"))
     config = make_config(Path(args.inputs), Path(args.data), case, steps)
     device = torch.device("cuda")
-    trainer = Trainer(config, RunOptions(workdir=workdir, device=device, cuda_graph=case["graph"], progress=False))
+    options = RunOptions(workdir=workdir, device=device, cuda_graph=case["graph"], progress=False,
+                         fused_kernels=case["fused"], tf32=case["tf32"])
+    trainer = Trainer(config, options)
     starts: list = []
     first_step_done: list[float] = []
     real_step = trainer.step
@@ -107,7 +114,9 @@ def run_case(args: argparse.Namespace) -> dict:
         report = run_test(trainer.model, find_systems(tr["validation_data"]["systems"]), log=lambda *a: None)
         full_valid = {k: report.weighted[k] for k in ("rmse_e_per_atom", "rmse_f", "rmse_v_per_atom")
                       if k in report.weighted}
-    return {"case": args.case, "steps": steps, "cuda_graph": case["graph"],
+    fused = trainer.model.embed_fn is not None and "kernels" in getattr(trainer.model.embed_fn, "func",
+                                                                        trainer.model.embed_fn).__module__
+    return {"case": args.case, "steps": steps, "cuda_graph": case["graph"], "fused_kernels": fused,
             "ms_per_step": round(float(np.median(gaps)), 4) if gaps else None,
             "wall_ms_per_step": round(1e3 * loop_wall / steps, 4),
             "launch_to_first_step_s": round(first_step_done[0] - t_launch, 2),

@@ -25,7 +25,8 @@ def _train(args: argparse.Namespace) -> None:
                          restart=Path(args.restart) if args.restart else None,
                          init_model=Path(args.init_model) if args.init_model else None,
                          skip_neighbor_stat=args.skip_neighbor_stat,
-                         cuda_graph=False if args.no_cuda_graph else None)
+                         cuda_graph=False if args.no_cuda_graph else None,
+                         fused_kernels=not args.no_fused_kernels, tf32=args.tf32)
     log.info("training on %s", options.device)
     trainer = Trainer(config, options)
     write_out_json(config, args.output)
@@ -106,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-neighbor-stat", action="store_true", help="skip the neighbour statistics of the data")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when available)")
     p.add_argument("--no-cuda-graph", action="store_true", help="run the step eagerly on a GPU (for debugging)")
+    p.add_argument("--no-fused-kernels", action="store_true",
+                   help="keep the plain PyTorch embedding net on a GPU (the fused Triton kernels are the default)")
+    p.add_argument("--tf32", action="store_true",
+                   help="mixed precision: TF32 GEMM inputs in the fused embedding kernels (float32 models)")
     p.add_argument("--profile", action="store_true", help="profile a few steps, print the top kernels, write a trace")
     p.set_defaults(func=_train)
 

@@ -127,8 +127,11 @@ def atomic_energy_and_grad(fitting, desc: Tensor, atype: Tensor) -> tuple[Tensor
     return energy + bias, grad
 
 
-def _embed_all(d, rr: Tensor, center_type: Tensor) -> tuple[Tensor, Tensor]:
-    """G and dG/ds for every slot (nf, nloc, nnei, M1): per neighbour-type block, per centre type if two-sided."""
+def embed_all(d, rr: Tensor, center_type: Tensor) -> tuple[Tensor, Tensor]:
+    """G and dG/ds for every slot (nf, nloc, nnei, M1): per neighbour-type block, per centre type if two-sided.
+
+    The plain-PyTorch reference of `deeppot.kernels.embedding.embed_all` (one fused Triton kernel each way).
+    """
     starts = [0, *accumulate(d.sel)]
     g_parts, dg_parts = [], []
     for b in range(d.ntypes):
@@ -166,7 +169,7 @@ def energy_and_pair_grad(model, rij: Tensor, nlist: Tensor, center_type: Tensor,
         rr = rr * keep
     # descriptor
     nnei, m2 = sum(d.sel), d.axis_neuron
-    g, dg = _embed_all(d, rr, center_type)
+    g, dg = model.embed_fn(d, rr, center_type)
     t_mat = torch.einsum("fnjc,fnjm->fncm", rr, g) / nnei
     desc = torch.einsum("fncm,fnck->fnmk", t_mat, t_mat[..., :m2]).reshape(*t_mat.shape[:2], -1)
     energy, d_desc = atomic_energy_and_grad(model.fitting, desc.to(torch.float64), center_type)

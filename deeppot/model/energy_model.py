@@ -10,6 +10,7 @@ extended-force array.
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import torch
@@ -53,6 +54,7 @@ class EnergyModel(nn.Module):
         # forces from the hand-written first derivative (deeppot.model.analytic) instead of autograd's
         self.analytic_forces = True
         self.pair_energy_fn = analytic.energy_and_pair_grad  # a torch.compile'd twin after compile_forces()
+        self.embed_fn = analytic.embed_all  # the fused Triton twin after use_fused_kernels()
 
     @classmethod
     def from_config(cls, model: dict[str, Any]) -> EnergyModel:
@@ -111,8 +113,25 @@ class EnergyModel(nn.Module):
 
     def compile_forces(self) -> None:
         """torch.compile the energy-and-derivative function (first order only, so Inductor can fuse its forward
-        and backward). Costs compilation time at the first step of each batch shape."""
+        and backward). Costs compilation time at the first step of each batch shape. Uses the PyTorch
+        embedding (Inductor generates its own kernels), so it replaces `use_fused_kernels`."""
+        self.embed_fn = analytic.embed_all
         self.pair_energy_fn = torch.compile(analytic.energy_and_pair_grad, dynamic=False)
+
+    def use_fused_kernels(self, device: torch.device, tf32: bool = False) -> bool:
+        """Swap in the fused Triton embedding kernels if they can run on `device` for this descriptor.
+
+        tf32: the mixed-precision opt-in (TF32 GEMM inputs in the embedding net, float32 accumulation; float32
+        models only). Returns whether the swap happened; the weights are untouched either way.
+        """
+        from deeppot.kernels import embedding
+
+        if not (self.analytic_forces and analytic.supports(self) and embedding.fusable(self.descriptor)
+                and embedding.triton_available(device)):
+            return False
+        precision = "tf32" if tf32 else "ieee"
+        self.embed_fn = functools.partial(embedding.embed_all, precision=precision)
+        return True
 
     def forward_pairs_autograd(self, pairs: PairData, do_atomic_virial: bool = False,
                                create_graph: bool = False) -> dict[str, Tensor]:

@@ -44,6 +44,8 @@ class RunOptions:
     skip_neighbor_stat: bool = False
     progress: bool | None = None  # None: a progress line when stderr is a terminal
     cuda_graph: bool | None = None  # None: capture the step in CUDA graphs when training on a GPU
+    fused_kernels: bool = True  # the Triton embedding kernels on a GPU, where the descriptor allows them
+    tf32: bool = False  # mixed-precision opt-in: TF32 inputs to the embedding GEMMs of float32 models
 
 
 def pick_device(name: str | None) -> torch.device:
@@ -64,6 +66,8 @@ class Trainer:
         if tr.get("enable_compile"):  # DeePMD-kit's key: opt-in, compilation costs start-up time
             self.model.compile_forces()
             log.info("training.enable_compile: the force computation is compiled with torch.compile")
+        else:
+            self._pick_embedding_kernels(options)
         self.lr = build_lr(config["learning_rate"], self.numb_steps)
         self.loss = EnergyLoss(config["loss"], self.lr.start_lr)
         use_graph = options.device.type == "cuda" if options.cuda_graph is None else options.cuda_graph
@@ -83,6 +87,21 @@ class Trainer:
         log.info("training step: %s", "CUDA graph replay" if use_graph else "eager")
 
     # ---- set-up --------------------------------------------------------------------------------------------
+
+    def _pick_embedding_kernels(self, options: RunOptions) -> None:
+        if options.tf32 and self.model.descriptor.dtype != torch.float32:
+            raise TrainingError("--tf32 needs a float32 descriptor (model.descriptor.precision)")
+        if options.device.type != "cuda" or not options.fused_kernels:
+            if options.tf32:
+                raise TrainingError("--tf32 applies to the fused GPU kernels: train on a GPU without "
+                                    "--no-fused-kernels")
+            return
+        fused = self.model.use_fused_kernels(options.device, tf32=options.tf32)
+        if options.tf32 and not fused:
+            raise TrainingError("--tf32 applies to the fused embedding kernels, which this descriptor cannot use "
+                                "(they need 3 tanh layers and resnet_dt false) or Triton is missing")
+        log.info("embedding net: %s", "fused Triton kernels" + (" (TF32 GEMMs)" if options.tf32 else "")
+                 if fused else "PyTorch (the fused kernels need 3 tanh layers, resnet_dt false and Triton)")
 
     def _graph_replayers(self):
         """The CUDA-graph replayers of the training step and of validation (deeppot.train.graph_step)."""

@@ -1,0 +1,266 @@
+"""Fused Triton kernels for the se_e2_a embedding nets with their tangent: the fast twin of
+`deeppot.model.analytic.embed_all`.
+
+For every neighbour slot the embedding net maps s_ij (column 0 of the normalised environment matrix) to
+G(s) (M1 values) and, in forward mode, to dG/ds. In plain PyTorch that is ~10 kernels per layer and net, and
+the training backward through it ~3x more: hundreds of launches of microsecond-sized work. Here one kernel
+computes G and dG/ds for every slot of every net, and one kernel back-propagates (dL/dG, dL/d(dG/ds)) to the
+weights, leaving per-program partial sums that one GEMM reduces per net (deterministic: no atomics).
+
+One program handles one (centre atom, neighbour-type block): its net is block b (type_one_side) or
+(centre type a, b) at flat index a + b*ntypes; rows are the block's sel_b slots in chunks of BLOCK_J.
+Supported nets: three layers 1 -> N1 -> N2 -> N3, tanh, DeePMD skips (same width or doubling), no timestep
+(resnet_dt false). `fusable` says whether a descriptor qualifies; anything else keeps the PyTorch path.
+Widths are padded to powers of two in registers (zero weights keep the padding exactly zero).
+"""
+
+from __future__ import annotations
+
+import os
+from itertools import accumulate
+
+import torch
+from torch import Tensor
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # CPU-only installs: the PyTorch path is used
+    triton = None
+
+BLOCK_J = 32  # slots per chunk (the GEMM M dimension)
+NUM_WARPS = 4
+
+
+def triton_available(device: torch.device) -> bool:
+    """Triton kernels run on CUDA tensors, or on CPU tensors under TRITON_INTERPRET=1 (the CI tests)."""
+    if triton is None:
+        return False
+    return device.type == "cuda" or os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def fusable(d) -> bool:
+    """Whether the descriptor's embedding nets are of the shape the kernels implement."""
+    nets = d.nets
+    widths = [1, *nets.neuron]
+    return (len(nets.layers) == 3 and nets.activation_function == "tanh" and not nets.resnet_dt
+            and widths[1] not in (1, 2) and all(layer.idt is None for layer in nets.layers))
+
+
+def _skip_kind(n_in: int, n_out: int) -> int:
+    return 1 if n_out == n_in else 2 if n_out == 2 * n_in else 0
+
+
+if triton is not None:
+
+    @triton.jit
+    def _tanh(z):
+        # exp-based (libdevice is not available to the interpreter used by the CPU tests); stable for any |z|
+        t = tl.exp(-2.0 * tl.abs(z))
+        y = (1.0 - t) / (1.0 + t)
+        return tl.where(z < 0, -y, y)
+
+    @triton.jit
+    def _selector(P_IN: tl.constexpr, P_OUT: tl.constexpr, N_IN: tl.constexpr, KIND: tl.constexpr, dtype):
+        """0/1 matrix S (P_IN, P_OUT) with x @ S = DeePMD's skip: x (KIND 1) or [x, x] (KIND 2); zero for KIND 0."""
+        i = tl.arange(0, P_IN)[:, None]
+        c = tl.arange(0, P_OUT)[None, :]
+        hit = (c == i) | ((c == i + N_IN) & (KIND == 2))
+        return tl.where(hit & (i < N_IN) & (KIND != 0), 1.0, 0.0).to(dtype)
+
+    @triton.jit
+    def _load_matrix(ptr, k, N_IN: tl.constexpr, N_OUT: tl.constexpr, P_IN: tl.constexpr, P_OUT: tl.constexpr):
+        i = tl.arange(0, P_IN)[:, None]
+        c = tl.arange(0, P_OUT)[None, :]
+        return tl.load(ptr + k * N_IN * N_OUT + i * N_OUT + c, mask=(i < N_IN) & (c < N_OUT), other=0.0)
+
+    @triton.jit
+    def _load_vector(ptr, k, N: tl.constexpr, P: tl.constexpr):
+        c = tl.arange(0, P)
+        return tl.load(ptr + k * N + c, mask=c < N, other=0.0)
+
+    @triton.jit
+    def _dense_jet(x, dx, w, b, sel, PRECISION: tl.constexpr):
+        """One layer on (value, tangent): returns a, u = dx @ W, d = 1 - a^2, and the outputs with skip."""
+        a = _tanh(tl.dot(x, w, input_precision=PRECISION) + b[None, :])
+        u = tl.dot(dx, w, input_precision=PRECISION)
+        d = 1.0 - a * a
+        x_out = a + tl.dot(x, sel, input_precision="ieee")
+        dx_out = d * u + tl.dot(dx, sel, input_precision="ieee")
+        return a, u, d, x_out, dx_out
+
+    @triton.jit
+    def _embed_fwd_kernel(rr_ptr, net_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr,
+                          g_ptr, dg_ptr, nnei, nblocks,
+                          N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, P1: tl.constexpr,
+                          P2: tl.constexpr, P3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
+                          BLOCK: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
+        pid = tl.program_id(0)
+        atom, blk = pid // nblocks, pid % nblocks
+        k = tl.load(net_ptr + pid)
+        start = tl.load(starts_ptr + blk)
+        length = tl.load(starts_ptr + blk + 1) - start
+        w1, b1 = _load_vector(w1_ptr, k, N1, P1), _load_vector(b1_ptr, k, N1, P1)
+        w2, b2 = _load_matrix(w2_ptr, k, N1, N2, P1, P2), _load_vector(b2_ptr, k, N2, P2)
+        w3, b3 = _load_matrix(w3_ptr, k, N2, N3, P2, P3), _load_vector(b3_ptr, k, N3, P3)
+        sel2 = _selector(P1, P2, N1, SKIP2, w1.dtype)
+        sel3 = _selector(P2, P3, N2, SKIP3, w1.dtype)
+        cols = tl.arange(0, P3)[None, :]
+        for j0 in range(0, MAX_SEL, BLOCK):  # a constant trip count (the interpreter needs one); skip past the end
+            if j0 < length:
+                rows = j0 + tl.arange(0, BLOCK)
+                live = rows < length
+                slot = atom * nnei + start + rows
+                s = tl.load(rr_ptr + slot * 4, mask=live, other=0.0)
+                x1 = _tanh(s[:, None] * w1[None, :] + b1[None, :])
+                dx1 = (1.0 - x1 * x1) * w1[None, :]
+                _, _, _, x2, dx2 = _dense_jet(x1, dx1, w2, b2, sel2, PRECISION)
+                _, _, _, x3, dx3 = _dense_jet(x2, dx2, w3, b3, sel3, PRECISION)
+                out = slot[:, None] * N3 + cols
+                keep = live[:, None] & (cols < N3)
+                tl.store(g_ptr + out, x3, mask=keep)
+                tl.store(dg_ptr + out, dx3, mask=keep)
+
+    @triton.jit
+    def _dense_jet_backward(x, dx, w, a, u, d, sel, gx, gdx, PRECISION: tl.constexpr):
+        """Reverse of `_dense_jet`: weight-gradient contributions and the gradients of its inputs."""
+        gz = (gx - 2.0 * gdx * u * a) * d
+        gu = gdx * d
+        gw = tl.dot(tl.trans(x), gz, input_precision=PRECISION) + tl.dot(tl.trans(dx), gu, input_precision=PRECISION)
+        gb = tl.sum(gz, axis=0)
+        wt = tl.trans(w)
+        st = tl.trans(sel)
+        gx_in = tl.dot(gz, wt, input_precision=PRECISION) + tl.dot(gx, st, input_precision="ieee")
+        gdx_in = tl.dot(gu, wt, input_precision=PRECISION) + tl.dot(gdx, st, input_precision="ieee")
+        return gw, gb, gx_in, gdx_in
+
+    @triton.jit
+    def _store_matrix(ptr, value, N_IN: tl.constexpr, N_OUT: tl.constexpr, P_IN: tl.constexpr,
+                      P_OUT: tl.constexpr):
+        i = tl.arange(0, P_IN)[:, None]
+        c = tl.arange(0, P_OUT)[None, :]
+        tl.store(ptr + i * N_OUT + c, value, mask=(i < N_IN) & (c < N_OUT))
+
+    @triton.jit
+    def _embed_bwd_kernel(rr_ptr, net_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr,
+                          gg_ptr, gdg_ptr, part_ptr, nnei, nblocks, part_stride,
+                          N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, P1: tl.constexpr,
+                          P2: tl.constexpr, P3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
+                          BLOCK: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
+        pid = tl.program_id(0)
+        atom, blk = pid // nblocks, pid % nblocks
+        k = tl.load(net_ptr + pid)
+        start = tl.load(starts_ptr + blk)
+        length = tl.load(starts_ptr + blk + 1) - start
+        w1, b1 = _load_vector(w1_ptr, k, N1, P1), _load_vector(b1_ptr, k, N1, P1)
+        w2, b2 = _load_matrix(w2_ptr, k, N1, N2, P1, P2), _load_vector(b2_ptr, k, N2, P2)
+        w3, b3 = _load_matrix(w3_ptr, k, N2, N3, P2, P3), _load_vector(b3_ptr, k, N3, P3)
+        sel2 = _selector(P1, P2, N1, SKIP2, w1.dtype)
+        sel3 = _selector(P2, P3, N2, SKIP3, w1.dtype)
+        cols = tl.arange(0, P3)[None, :]
+        acc_w1 = tl.zeros([P1], dtype=w1.dtype)
+        acc_b1 = tl.zeros([P1], dtype=w1.dtype)
+        acc_w2 = tl.zeros([P1, P2], dtype=w1.dtype)
+        acc_b2 = tl.zeros([P2], dtype=w1.dtype)
+        acc_w3 = tl.zeros([P2, P3], dtype=w1.dtype)
+        acc_b3 = tl.zeros([P3], dtype=w1.dtype)
+        for j0 in range(0, MAX_SEL, BLOCK):
+            if j0 < length:
+                rows = j0 + tl.arange(0, BLOCK)
+                live = rows < length
+                slot = atom * nnei + start + rows
+                s = tl.load(rr_ptr + slot * 4, mask=live, other=0.0)
+                # recompute the forward pass (cheaper than storing every layer's activations)
+                x1 = _tanh(s[:, None] * w1[None, :] + b1[None, :])
+                d1 = 1.0 - x1 * x1
+                dx1 = d1 * w1[None, :]
+                a2, u2, d2, x2, dx2 = _dense_jet(x1, dx1, w2, b2, sel2, PRECISION)
+                a3, u3, d3, _, _ = _dense_jet(x2, dx2, w3, b3, sel3, PRECISION)
+                at = slot[:, None] * N3 + cols
+                keep = live[:, None] & (cols < N3)
+                gx3 = tl.load(gg_ptr + at, mask=keep, other=0.0)
+                gdx3 = tl.load(gdg_ptr + at, mask=keep, other=0.0)
+                gw, gb, gx2, gdx2 = _dense_jet_backward(x2, dx2, w3, a3, u3, d3, sel3, gx3, gdx3, PRECISION)
+                acc_w3 += gw
+                acc_b3 += gb
+                gw, gb, gx1, gdx1 = _dense_jet_backward(x1, dx1, w2, a2, u2, d2, sel2, gx2, gdx2, PRECISION)
+                acc_w2 += gw
+                acc_b2 += gb
+                # layer 1: x1 = tanh(s w1 + b1), dx1 = (1 - x1^2) w1 (the input tangent is 1)
+                gz1 = (gx1 - 2.0 * gdx1 * w1[None, :] * x1) * d1
+                acc_w1 += tl.sum(gz1 * s[:, None] + gdx1 * d1, axis=0)
+                acc_b1 += tl.sum(gz1, axis=0)
+        base = part_ptr + pid * part_stride
+        c1 = tl.arange(0, P1)
+        tl.store(base + c1, acc_w1, mask=c1 < N1)
+        tl.store(base + N1 + c1, acc_b1, mask=c1 < N1)
+        _store_matrix(base + 2 * N1, acc_w2, N1, N2, P1, P2)
+        c2 = tl.arange(0, P2)
+        tl.store(base + 2 * N1 + N1 * N2 + c2, acc_b2, mask=c2 < N2)
+        _store_matrix(base + 2 * N1 + N1 * N2 + N2, acc_w3, N2, N3, P2, P3)
+        c3 = tl.arange(0, P3)
+        tl.store(base + 2 * N1 + N1 * N2 + N2 + N2 * N3 + c3, acc_b3, mask=c3 < N3)
+
+
+def _pow2(n: int) -> int:
+    return max(16, triton.next_power_of_2(n))
+
+
+def _launch_meta(params: list[Tensor], sel: list[int], precision: str) -> dict:
+    n1, n2, n3 = params[0].shape[-1], params[2].shape[-1], params[4].shape[-1]
+    return dict(N1=n1, N2=n2, N3=n3, P1=_pow2(n1), P2=_pow2(n2), P3=_pow2(n3), SKIP2=_skip_kind(n1, n2),
+                SKIP3=_skip_kind(n2, n3), BLOCK=BLOCK_J, MAX_SEL=max(sel), PRECISION=precision, num_warps=NUM_WARPS)
+
+
+class _EmbedJet(torch.autograd.Function):
+    """(rr, per-program net index, block starts, sel, precision, W1, b1, W2, b2, W3, b3) -> (G, dG/ds) per slot."""
+
+    @staticmethod
+    def forward(ctx, rr, net_index, starts, sel, precision, *params):
+        nf, nloc, nnei, _ = rr.shape
+        meta = _launch_meta(params, sel, precision)
+        g = rr.new_empty(nf, nloc, nnei, meta["N3"])
+        dg = torch.empty_like(g)
+        nblocks = starts.numel() - 1
+        _embed_fwd_kernel[(nf * nloc * nblocks,)](rr, net_index, starts, *params, g, dg, nnei, nblocks, **meta)
+        ctx.save_for_backward(rr, net_index, starts, *params)
+        ctx.meta = meta
+        return g, dg
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g_bar, dg_bar):
+        rr, net_index, starts, *params = ctx.saved_tensors
+        nnei = rr.shape[2]
+        nprog = net_index.numel()
+        sizes = [p[0].numel() for p in params]  # per-net sizes of W1, b1, W2, b2, W3, b3
+        part = rr.new_empty(nprog, sum(sizes))
+        _embed_bwd_kernel[(nprog,)](rr, net_index, starts, *params, g_bar.contiguous(), dg_bar.contiguous(),
+                                    part, nnei, starts.numel() - 1, part.shape[1], **ctx.meta)
+        nnets = params[0].shape[0]
+        owner = (net_index.reshape(1, -1) == torch.arange(nnets, device=rr.device)[:, None]).to(part.dtype)
+        total = owner @ part  # (nnets, sum(sizes)): each net's partial sums, reduced by one GEMM
+        grads = [chunk.reshape(p.shape) for chunk, p in zip(total.split(sizes, dim=1), params, strict=True)]
+        return None, None, None, None, None, *grads
+
+
+def embed_all(d, rr: Tensor, center_type: Tensor, precision: str = "ieee") -> tuple[Tensor, Tensor]:
+    """Same contract as `deeppot.model.analytic.embed_all`: G and dG/ds (nf, nloc, nnei, M1) for every slot.
+
+    rr (nf, nloc, nnei, 4) normalised environment matrix (only column 0, s, is read). precision "ieee" keeps
+    float32 GEMMs exact to float32; "tf32" is the mixed-precision opt-in (float32 storage and accumulation).
+    """
+    if rr.requires_grad:
+        raise ValueError("the fused embedding kernels give no gradient with respect to positions; "
+                         "use deeppot.model.analytic.embed_all where rr requires grad")
+    nblocks = len(d.sel)
+    starts = torch.tensor([0, *accumulate(d.sel)], dtype=torch.int32, device=rr.device)
+    blocks = torch.arange(nblocks, device=rr.device, dtype=torch.int32)
+    if d.type_one_side:
+        net_index = blocks.expand(center_type.numel(), -1)
+    else:
+        net_index = center_type.reshape(-1, 1).to(torch.int32) + blocks * d.ntypes
+    params = [t for layer in d.nets.layers for t in (layer.matrix, layer.bias)]
+    if rr.dtype == torch.float64:
+        precision = "ieee"
+    return _EmbedJet.apply(rr.contiguous(), net_index.contiguous(), starts, d.sel, precision, *params)

@@ -1,0 +1,108 @@
+"""Fused Triton embedding kernels against the plain-PyTorch embedding (values, dG/ds, weight gradients, training)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from helpers import make_model, random_system
+
+from deeppot.model import PairData, analytic
+from deeppot.nlist import build_neighbor_data
+
+embedding = pytest.importorskip("deeppot.kernels.embedding")
+pytestmark = pytest.mark.filterwarnings("ignore::deeppot.nlist.NeighborOverflowWarning")
+if embedding.triton is None:
+    pytest.skip("triton is not installed", allow_module_level=True)
+
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+TOL = {torch.float64: dict(rtol=1e-12, atol=1e-12), torch.float32: dict(rtol=2e-5, atol=2e-5)}
+
+
+def model_and_rr(type_one_side=True, precision="float64", neuron=(4, 8, 16), sel=(5, 40), ntypes=2, seed=0):
+    model = make_model(seed=seed, type_one_side=type_one_side, resnet_dt=False, precision=precision,
+                       neuron=list(neuron), sel=list(sel), ntypes=ntypes).to(DEVICE)
+    d = model.descriptor
+    nframes = 2
+    coord, atype, box = random_system(nframes=nframes, ntypes=ntypes, seed=seed)
+    nd = build_neighbor_data(coord, atype[None].expand(nframes, -1), box, model.rcut, model.sel)
+    pairs = PairData.from_neighbors(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, model.rcut).to(DEVICE)
+    x = pairs.rij.to(d.dtype)
+    r = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+    rr = (torch.cat([1 / r, x / r**2], dim=-1) * (pairs.nlist_loc >= 0)[..., None] - d.davg[pairs.center_type]) \
+        / d.dstd[pairs.center_type]
+    return model, rr.contiguous(), pairs.center_type
+
+
+CASES = [  # (type_one_side, precision, neuron, sel, ntypes): doubling, same-width and no skips; partial blocks
+    (True, "float64", (4, 8, 16), (5, 40), 2),
+    (False, "float64", (4, 8, 16), (5, 40), 2),
+    (True, "float32", (4, 8, 16), (33, 7), 2),
+    (False, "float32", (6, 6, 12), (20, 20, 20), 3),
+    (False, "float64", (5, 10, 7), (30, 3, 12), 3),
+]
+
+
+@pytest.mark.parametrize(("type_one_side", "precision", "neuron", "sel", "ntypes"), CASES)
+def test_values_and_weight_gradients(type_one_side, precision, neuron, sel, ntypes):
+    model, rr, center_type = model_and_rr(type_one_side, precision, neuron, sel, ntypes)
+    d = model.descriptor
+    assert embedding.fusable(d)
+    g, dg = embedding.embed_all(d, rr, center_type)
+    g_ref, dg_ref = analytic.embed_all(d, rr, center_type)
+    torch.testing.assert_close(g, g_ref, **TOL[d.dtype])
+    torch.testing.assert_close(dg, dg_ref, **TOL[d.dtype])
+    # weights' gradients of a loss on both outputs: the mixed second derivatives d2G/(ds dtheta) included
+    gen = torch.Generator(device=DEVICE).manual_seed(1)
+    a, b = (torch.randn(g.shape, generator=gen, device=DEVICE, dtype=g.dtype) for _ in range(2))
+    params = list(d.nets.parameters())
+    grads = torch.autograd.grad((g * a).sum() + (dg * b).sum(), params)
+    grads_ref = torch.autograd.grad((g_ref * a).sum() + (dg_ref * b).sum(), params)
+    for got, want in zip(grads, grads_ref, strict=True):
+        scale = want.abs().max()
+        torch.testing.assert_close(got / scale, want / scale, **TOL[d.dtype])
+
+
+def test_tangent_is_the_derivative():
+    model, rr, center_type = model_and_rr(type_one_side=False)
+    d = model.descriptor
+    _, dg = embedding.embed_all(d, rr, center_type)
+    s = rr[..., :1].detach().requires_grad_(True)
+    g_ref, _ = analytic.embed_all(d, torch.cat([s, rr[..., 1:]], dim=-1), center_type)
+    # dG_m/ds by autograd of the reference, column by column (slots are independent, so the sum separates)
+    for m in (0, 7, 15):
+        (col,) = torch.autograd.grad(g_ref[..., m].sum(), s, retain_graph=True)
+        torch.testing.assert_close(dg[..., m], col[..., 0], rtol=1e-12, atol=1e-12)
+
+
+def test_training_gradients_match_the_plain_path():
+    model, _, _ = model_and_rr(type_one_side=False, precision="float32", neuron=(6, 12, 24), sel=(10, 30))
+    coord, atype, box = random_system(nframes=2, seed=3)
+    nd = build_neighbor_data(coord, atype[None].expand(2, -1), box, model.rcut, model.sel)
+    pairs = PairData.from_neighbors(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, model.rcut).to(DEVICE)
+    results = []
+    for fused in (False, True):
+        model.embed_fn = analytic.embed_all
+        if fused:
+            assert model.use_fused_kernels(DEVICE)
+        out = model.forward_pairs(pairs, create_graph=True)
+        loss = out["force"].square().mean() + out["energy"].square().mean() + out["virial"].square().mean()
+        results.append((out, torch.autograd.grad(loss, list(model.parameters()))))
+    (ref, ref_grads), (got, grads) = results
+    for key in ("energy", "force", "virial"):
+        torch.testing.assert_close(got[key], ref[key], rtol=1e-5, atol=1e-5)
+    for g, want in zip(grads, ref_grads, strict=True):
+        scale = want.abs().max()
+        torch.testing.assert_close(g / scale, want / scale, rtol=1e-4, atol=1e-4)
+
+
+def test_refuses_positions_that_need_gradients():
+    model, rr, center_type = model_and_rr()
+    with pytest.raises(ValueError, match="no gradient with respect to positions"):
+        embedding.embed_all(model.descriptor, rr.requires_grad_(True), center_type)
+
+
+def test_unsupported_nets_are_not_fused():
+    model = make_model(resnet_dt=True)
+    assert not embedding.fusable(model.descriptor)
+    model = make_model(resnet_dt=False, activation_function="gelu")
+    assert not embedding.fusable(model.descriptor)
