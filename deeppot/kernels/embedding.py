@@ -16,8 +16,9 @@ Widths are padded to powers of two in registers (zero weights keep the padding e
 
 from __future__ import annotations
 
+import functools
 import os
-from itertools import accumulate
+from itertools import accumulate, pairwise
 
 import torch
 from torch import Tensor
@@ -61,51 +62,99 @@ if triton is not None:
         return tl.where(z < 0, -y, y)
 
     @triton.jit
-    def _selector(P_IN: tl.constexpr, P_OUT: tl.constexpr, N_IN: tl.constexpr, KIND: tl.constexpr, dtype):
-        """0/1 matrix S (P_IN, P_OUT) with x @ S = DeePMD's skip: x (KIND 1) or [x, x] (KIND 2); zero for KIND 0."""
-        i = tl.arange(0, P_IN)[:, None]
-        c = tl.arange(0, P_OUT)[None, :]
-        hit = (c == i) | ((c == i + N_IN) & (KIND == 2))
-        return tl.where(hit & (i < N_IN) & (KIND != 0), 1.0, 0.0).to(dtype)
+    def _columns(P: tl.constexpr, H: tl.constexpr, NH: tl.constexpr):
+        """Logical column and validity of each register column of a layout (P, H, NH) (see `_layouts`)."""
+        p = tl.arange(0, P)
+        return (p // H) * NH + p % H, (p % H) < NH
 
     @triton.jit
-    def _load_matrix(ptr, k, N_IN: tl.constexpr, N_OUT: tl.constexpr, P_IN: tl.constexpr, P_OUT: tl.constexpr):
-        i = tl.arange(0, P_IN)[:, None]
-        c = tl.arange(0, P_OUT)[None, :]
-        return tl.load(ptr + k * N_IN * N_OUT + i * N_OUT + c, mask=(i < N_IN) & (c < N_OUT), other=0.0)
+    def _load_matrix(ptr, k, N_IN: tl.constexpr, N_OUT: tl.constexpr, PI: tl.constexpr, HI: tl.constexpr,
+                     NHI: tl.constexpr, PO: tl.constexpr, HO: tl.constexpr, NHO: tl.constexpr):
+        row, row_ok = _columns(PI, HI, NHI)
+        col, col_ok = _columns(PO, HO, NHO)
+        at = k * N_IN * N_OUT + row[:, None] * N_OUT + col[None, :]
+        return tl.load(ptr + at, mask=row_ok[:, None] & col_ok[None, :], other=0.0)
 
     @triton.jit
-    def _load_vector(ptr, k, N: tl.constexpr, P: tl.constexpr):
-        c = tl.arange(0, P)
-        return tl.load(ptr + k * N + c, mask=c < N, other=0.0)
+    def _load_vector(ptr, k, N: tl.constexpr, P: tl.constexpr, H: tl.constexpr, NH: tl.constexpr):
+        col, ok = _columns(P, H, NH)
+        return tl.load(ptr + k * N + col, mask=ok, other=0.0)
 
     @triton.jit
-    def _dense_jet(x, dx, w, b, sel, PRECISION: tl.constexpr):
+    def _skip(x, KIND: tl.constexpr):
+        """DeePMD's skip in registers: x (KIND 1) or [x, x] (KIND 2, a plain concatenation in the doubled layout)."""
+        if KIND == 2:
+            rows: tl.constexpr = x.shape[0]
+            cols: tl.constexpr = x.shape[1]
+            return tl.reshape(tl.permute(tl.join(x, x), (0, 2, 1)), (rows, 2 * cols))
+        else:
+            return x
+
+    @triton.jit
+    def _skip_transposed(g, KIND: tl.constexpr):
+        """The skip's share of d(out)/d(in) applied to g: g (KIND 1) or g[:, :P] + g[:, P:] (KIND 2)."""
+        if KIND == 2:
+            rows: tl.constexpr = g.shape[0]
+            cols: tl.constexpr = g.shape[1] // 2
+            return tl.sum(tl.reshape(g, (rows, 2, cols)), axis=1)
+        else:
+            return g
+
+    @triton.jit
+    def _dense_jet(x, dx, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr):
         """One layer on (value, tangent): returns a, u = dx @ W, d = 1 - a^2, and the outputs with skip."""
         a = _tanh(tl.dot(x, w, input_precision=PRECISION) + b[None, :])
         u = tl.dot(dx, w, input_precision=PRECISION)
         d = 1.0 - a * a
-        x_out = a + tl.dot(x, sel, input_precision="ieee")
-        dx_out = d * u + tl.dot(dx, sel, input_precision="ieee")
+        x_out = a
+        dx_out = d * u
+        if KIND != 0:
+            x_out += _skip(x, KIND)
+            dx_out += _skip(dx, KIND)
         return a, u, d, x_out, dx_out
 
     @triton.jit
-    def _embed_fwd_kernel(rr_ptr, net_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr,
-                          g_ptr, dg_ptr, nnei, nblocks,
-                          N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, P1: tl.constexpr,
-                          P2: tl.constexpr, P3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
-                          BLOCK: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
+    def _dense_jet_backward(x, dx, w, a, u, d, gx, gdx, KIND: tl.constexpr, PRECISION: tl.constexpr):
+        """Reverse of `_dense_jet`: weight-gradient contributions and the gradients of its inputs."""
+        gz = (gx - 2.0 * gdx * u * a) * d
+        gu = gdx * d
+        gw = tl.dot(tl.trans(x), gz, input_precision=PRECISION) + tl.dot(tl.trans(dx), gu, input_precision=PRECISION)
+        gb = tl.sum(gz, axis=0)
+        wt = tl.trans(w)
+        gx_in = tl.dot(gz, wt, input_precision=PRECISION)
+        gdx_in = tl.dot(gu, wt, input_precision=PRECISION)
+        if KIND != 0:
+            gx_in += _skip_transposed(gx, KIND)
+            gdx_in += _skip_transposed(gdx, KIND)
+        return gw, gb, gx_in, gdx_in
+
+    @triton.jit
+    def _program_setup(net_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, nblocks,
+                       N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr, L2: tl.constexpr,
+                       L3: tl.constexpr):
+        """This program's (atom, block), its slot range, and its net's weights in the register layouts."""
         pid = tl.program_id(0)
         atom, blk = pid // nblocks, pid % nblocks
         k = tl.load(net_ptr + pid)
         start = tl.load(starts_ptr + blk)
         length = tl.load(starts_ptr + blk + 1) - start
-        w1, b1 = _load_vector(w1_ptr, k, N1, P1), _load_vector(b1_ptr, k, N1, P1)
-        w2, b2 = _load_matrix(w2_ptr, k, N1, N2, P1, P2), _load_vector(b2_ptr, k, N2, P2)
-        w3, b3 = _load_matrix(w3_ptr, k, N2, N3, P2, P3), _load_vector(b3_ptr, k, N3, P3)
-        sel2 = _selector(P1, P2, N1, SKIP2, w1.dtype)
-        sel3 = _selector(P2, P3, N2, SKIP3, w1.dtype)
-        cols = tl.arange(0, P3)[None, :]
+        w1 = _load_vector(w1_ptr, k, N1, L1[0], L1[1], L1[2])
+        b1 = _load_vector(b1_ptr, k, N1, L1[0], L1[1], L1[2])
+        w2 = _load_matrix(w2_ptr, k, N1, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
+        b2 = _load_vector(b2_ptr, k, N2, L2[0], L2[1], L2[2])
+        w3 = _load_matrix(w3_ptr, k, N2, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
+        b3 = _load_vector(b3_ptr, k, N3, L3[0], L3[1], L3[2])
+        return pid, atom, start, length, w1, b1, w2, b2, w3, b3
+
+    @triton.jit
+    def _embed_fwd_kernel(rr_ptr, net_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr,
+                          g_ptr, dg_ptr, nnei, nblocks,
+                          N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
+                          L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
+                          BLOCK: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
+        _, atom, start, length, w1, b1, w2, b2, w3, b3 = _program_setup(
+            net_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, nblocks, N1, N2, N3, L1, L2, L3)
+        col, col_ok = _columns(L3[0], L3[1], L3[2])
         for j0 in range(0, MAX_SEL, BLOCK):  # a constant trip count (the interpreter needs one); skip past the end
             if j0 < length:
                 rows = j0 + tl.arange(0, BLOCK)
@@ -114,56 +163,40 @@ if triton is not None:
                 s = tl.load(rr_ptr + slot * 4, mask=live, other=0.0)
                 x1 = _tanh(s[:, None] * w1[None, :] + b1[None, :])
                 dx1 = (1.0 - x1 * x1) * w1[None, :]
-                _, _, _, x2, dx2 = _dense_jet(x1, dx1, w2, b2, sel2, PRECISION)
-                _, _, _, x3, dx3 = _dense_jet(x2, dx2, w3, b3, sel3, PRECISION)
-                out = slot[:, None] * N3 + cols
-                keep = live[:, None] & (cols < N3)
+                _, _, _, x2, dx2 = _dense_jet(x1, dx1, w2, b2, SKIP2, PRECISION)
+                _, _, _, x3, dx3 = _dense_jet(x2, dx2, w3, b3, SKIP3, PRECISION)
+                out = slot[:, None] * N3 + col[None, :]
+                keep = live[:, None] & col_ok[None, :]
                 tl.store(g_ptr + out, x3, mask=keep)
                 tl.store(dg_ptr + out, dx3, mask=keep)
 
     @triton.jit
-    def _dense_jet_backward(x, dx, w, a, u, d, sel, gx, gdx, PRECISION: tl.constexpr):
-        """Reverse of `_dense_jet`: weight-gradient contributions and the gradients of its inputs."""
-        gz = (gx - 2.0 * gdx * u * a) * d
-        gu = gdx * d
-        gw = tl.dot(tl.trans(x), gz, input_precision=PRECISION) + tl.dot(tl.trans(dx), gu, input_precision=PRECISION)
-        gb = tl.sum(gz, axis=0)
-        wt = tl.trans(w)
-        st = tl.trans(sel)
-        gx_in = tl.dot(gz, wt, input_precision=PRECISION) + tl.dot(gx, st, input_precision="ieee")
-        gdx_in = tl.dot(gu, wt, input_precision=PRECISION) + tl.dot(gdx, st, input_precision="ieee")
-        return gw, gb, gx_in, gdx_in
+    def _store_matrix(ptr, value, N_OUT: tl.constexpr, PI: tl.constexpr, HI: tl.constexpr, NHI: tl.constexpr,
+                      PO: tl.constexpr, HO: tl.constexpr, NHO: tl.constexpr):
+        row, row_ok = _columns(PI, HI, NHI)
+        col, col_ok = _columns(PO, HO, NHO)
+        tl.store(ptr + row[:, None] * N_OUT + col[None, :], value, mask=row_ok[:, None] & col_ok[None, :])
 
     @triton.jit
-    def _store_matrix(ptr, value, N_IN: tl.constexpr, N_OUT: tl.constexpr, P_IN: tl.constexpr,
-                      P_OUT: tl.constexpr):
-        i = tl.arange(0, P_IN)[:, None]
-        c = tl.arange(0, P_OUT)[None, :]
-        tl.store(ptr + i * N_OUT + c, value, mask=(i < N_IN) & (c < N_OUT))
+    def _store_vector(ptr, value, P: tl.constexpr, H: tl.constexpr, NH: tl.constexpr):
+        col, ok = _columns(P, H, NH)
+        tl.store(ptr + col, value, mask=ok)
 
     @triton.jit
     def _embed_bwd_kernel(rr_ptr, net_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr,
                           gg_ptr, gdg_ptr, part_ptr, nnei, nblocks, part_stride,
-                          N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, P1: tl.constexpr,
-                          P2: tl.constexpr, P3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
+                          N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
+                          L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                           BLOCK: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
-        pid = tl.program_id(0)
-        atom, blk = pid // nblocks, pid % nblocks
-        k = tl.load(net_ptr + pid)
-        start = tl.load(starts_ptr + blk)
-        length = tl.load(starts_ptr + blk + 1) - start
-        w1, b1 = _load_vector(w1_ptr, k, N1, P1), _load_vector(b1_ptr, k, N1, P1)
-        w2, b2 = _load_matrix(w2_ptr, k, N1, N2, P1, P2), _load_vector(b2_ptr, k, N2, P2)
-        w3, b3 = _load_matrix(w3_ptr, k, N2, N3, P2, P3), _load_vector(b3_ptr, k, N3, P3)
-        sel2 = _selector(P1, P2, N1, SKIP2, w1.dtype)
-        sel3 = _selector(P2, P3, N2, SKIP3, w1.dtype)
-        cols = tl.arange(0, P3)[None, :]
-        acc_w1 = tl.zeros([P1], dtype=w1.dtype)
-        acc_b1 = tl.zeros([P1], dtype=w1.dtype)
-        acc_w2 = tl.zeros([P1, P2], dtype=w1.dtype)
-        acc_b2 = tl.zeros([P2], dtype=w1.dtype)
-        acc_w3 = tl.zeros([P2, P3], dtype=w1.dtype)
-        acc_b3 = tl.zeros([P3], dtype=w1.dtype)
+        pid, atom, start, length, w1, b1, w2, b2, w3, b3 = _program_setup(
+            net_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, nblocks, N1, N2, N3, L1, L2, L3)
+        col, col_ok = _columns(L3[0], L3[1], L3[2])
+        acc_w1 = tl.zeros_like(w1)
+        acc_b1 = tl.zeros_like(b1)
+        acc_w2 = tl.zeros_like(w2)
+        acc_b2 = tl.zeros_like(b2)
+        acc_w3 = tl.zeros_like(w3)
+        acc_b3 = tl.zeros_like(b3)
         for j0 in range(0, MAX_SEL, BLOCK):
             if j0 < length:
                 rows = j0 + tl.arange(0, BLOCK)
@@ -174,42 +207,57 @@ if triton is not None:
                 x1 = _tanh(s[:, None] * w1[None, :] + b1[None, :])
                 d1 = 1.0 - x1 * x1
                 dx1 = d1 * w1[None, :]
-                a2, u2, d2, x2, dx2 = _dense_jet(x1, dx1, w2, b2, sel2, PRECISION)
-                a3, u3, d3, _, _ = _dense_jet(x2, dx2, w3, b3, sel3, PRECISION)
-                at = slot[:, None] * N3 + cols
-                keep = live[:, None] & (cols < N3)
+                a2, u2, d2, x2, dx2 = _dense_jet(x1, dx1, w2, b2, SKIP2, PRECISION)
+                a3, u3, d3, _, _ = _dense_jet(x2, dx2, w3, b3, SKIP3, PRECISION)
+                at = slot[:, None] * N3 + col[None, :]
+                keep = live[:, None] & col_ok[None, :]
                 gx3 = tl.load(gg_ptr + at, mask=keep, other=0.0)
                 gdx3 = tl.load(gdg_ptr + at, mask=keep, other=0.0)
-                gw, gb, gx2, gdx2 = _dense_jet_backward(x2, dx2, w3, a3, u3, d3, sel3, gx3, gdx3, PRECISION)
+                gw, gb, gx2, gdx2 = _dense_jet_backward(x2, dx2, w3, a3, u3, d3, gx3, gdx3, SKIP3, PRECISION)
                 acc_w3 += gw
                 acc_b3 += gb
-                gw, gb, gx1, gdx1 = _dense_jet_backward(x1, dx1, w2, a2, u2, d2, sel2, gx2, gdx2, PRECISION)
+                gw, gb, gx1, gdx1 = _dense_jet_backward(x1, dx1, w2, a2, u2, d2, gx2, gdx2, SKIP2, PRECISION)
                 acc_w2 += gw
                 acc_b2 += gb
                 # layer 1: x1 = tanh(s w1 + b1), dx1 = (1 - x1^2) w1 (the input tangent is 1)
                 gz1 = (gx1 - 2.0 * gdx1 * w1[None, :] * x1) * d1
                 acc_w1 += tl.sum(gz1 * s[:, None] + gdx1 * d1, axis=0)
                 acc_b1 += tl.sum(gz1, axis=0)
+        # this program's partial sums, in the flat order W1, b1, W2, b2, W3, b3 of one net
         base = part_ptr + pid * part_stride
-        c1 = tl.arange(0, P1)
-        tl.store(base + c1, acc_w1, mask=c1 < N1)
-        tl.store(base + N1 + c1, acc_b1, mask=c1 < N1)
-        _store_matrix(base + 2 * N1, acc_w2, N1, N2, P1, P2)
-        c2 = tl.arange(0, P2)
-        tl.store(base + 2 * N1 + N1 * N2 + c2, acc_b2, mask=c2 < N2)
-        _store_matrix(base + 2 * N1 + N1 * N2 + N2, acc_w3, N2, N3, P2, P3)
-        c3 = tl.arange(0, P3)
-        tl.store(base + 2 * N1 + N1 * N2 + N2 + N2 * N3 + c3, acc_b3, mask=c3 < N3)
+        _store_vector(base, acc_w1, L1[0], L1[1], L1[2])
+        _store_vector(base + N1, acc_b1, L1[0], L1[1], L1[2])
+        base += 2 * N1
+        _store_matrix(base, acc_w2, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
+        _store_vector(base + N1 * N2, acc_b2, L2[0], L2[1], L2[2])
+        base += N1 * N2 + N2
+        _store_matrix(base, acc_w3, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
+        _store_vector(base + N2 * N3, acc_b3, L3[0], L3[1], L3[2])
 
 
-def _pow2(n: int) -> int:
-    return max(16, triton.next_power_of_2(n))
+def _layouts(widths: list[int]) -> list[tuple[int, int, int]]:
+    """Register layout (P, H, NH) of each layer's output: P registers in units of H, the first NH of each unit
+    real, the rest zero padding. A doubling layer keeps its input's units and doubles P, so DeePMD's skip [x, x]
+    is a plain concatenation of registers; a same-width layer keeps the layout; any other starts afresh."""
+    layouts: list[tuple[int, int, int]] = []
+    for n_in, n_out in pairwise(widths):
+        kind = _skip_kind(n_in, n_out) if layouts else 0
+        if kind == 2:
+            p, h, nh = layouts[-1]
+            layouts.append((2 * p, h, nh))
+        elif kind == 1:
+            layouts.append(layouts[-1])
+        else:
+            p = max(16, triton.next_power_of_2(n_out))
+            layouts.append((p, p, n_out))
+    return layouts
 
 
 def _launch_meta(params: list[Tensor], sel: list[int], precision: str) -> dict:
     n1, n2, n3 = params[0].shape[-1], params[2].shape[-1], params[4].shape[-1]
-    return dict(N1=n1, N2=n2, N3=n3, P1=_pow2(n1), P2=_pow2(n2), P3=_pow2(n3), SKIP2=_skip_kind(n1, n2),
-                SKIP3=_skip_kind(n2, n3), BLOCK=BLOCK_J, MAX_SEL=max(sel), PRECISION=precision, num_warps=NUM_WARPS)
+    l1, l2, l3 = _layouts([1, n1, n2, n3])
+    return dict(N1=n1, N2=n2, N3=n3, L1=l1, L2=l2, L3=l3, SKIP2=_skip_kind(n1, n2), SKIP3=_skip_kind(n2, n3),
+                BLOCK=BLOCK_J, MAX_SEL=max(sel), PRECISION=precision, num_warps=NUM_WARPS)
 
 
 class _EmbedJet(torch.autograd.Function):
@@ -244,6 +292,13 @@ class _EmbedJet(torch.autograd.Function):
         return None, None, None, None, None, *grads
 
 
+@functools.cache
+def _block_tables(sel: tuple[int, ...], device: torch.device) -> tuple[Tensor, Tensor]:
+    """Block starts and indices, made once per device: a host-to-device copy cannot happen inside graph capture."""
+    starts = torch.tensor([0, *accumulate(sel)], dtype=torch.int32, device=device)
+    return starts, torch.arange(len(sel), dtype=torch.int32, device=device)
+
+
 def embed_all(d, rr: Tensor, center_type: Tensor, precision: str = "ieee") -> tuple[Tensor, Tensor]:
     """Same contract as `deeppot.model.analytic.embed_all`: G and dG/ds (nf, nloc, nnei, M1) for every slot.
 
@@ -253,9 +308,7 @@ def embed_all(d, rr: Tensor, center_type: Tensor, precision: str = "ieee") -> tu
     if rr.requires_grad:
         raise ValueError("the fused embedding kernels give no gradient with respect to positions; "
                          "use deeppot.model.analytic.embed_all where rr requires grad")
-    nblocks = len(d.sel)
-    starts = torch.tensor([0, *accumulate(d.sel)], dtype=torch.int32, device=rr.device)
-    blocks = torch.arange(nblocks, device=rr.device, dtype=torch.int32)
+    starts, blocks = _block_tables(tuple(d.sel), rr.device)
     if d.type_one_side:
         net_index = blocks.expand(center_type.numel(), -1)
     else:
