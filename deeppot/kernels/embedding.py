@@ -30,7 +30,7 @@ except ImportError:  # CPU-only installs: the PyTorch path is used
     triton = None
 
 BLOCK_J = 32  # slots per chunk (the GEMM M dimension)
-NUM_WARPS = 4
+NUM_WARPS = 8
 
 
 def triton_available(device: torch.device) -> bool:
@@ -152,7 +152,7 @@ if triton is not None:
                           N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
                           L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                           BLOCK: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
-        _, atom, start, length, w1, b1, w2, b2, w3, b3 = _program_setup(
+        pid, atom, start, length, w1, b1, w2, b2, w3, b3 = _program_setup(
             net_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, nblocks, N1, N2, N3, L1, L2, L3)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
         for j0 in range(0, MAX_SEL, BLOCK):  # a constant trip count (the interpreter needs one); skip past the end
@@ -163,8 +163,8 @@ if triton is not None:
                 s = tl.load(rr_ptr + slot * 4, mask=live, other=0.0)
                 x1 = _tanh(s[:, None] * w1[None, :] + b1[None, :])
                 dx1 = (1.0 - x1 * x1) * w1[None, :]
-                _, _, _, x2, dx2 = _dense_jet(x1, dx1, w2, b2, SKIP2, PRECISION)
-                _, _, _, x3, dx3 = _dense_jet(x2, dx2, w3, b3, SKIP3, PRECISION)
+                x2, dx2 = _dense_jet(x1, dx1, w2, b2, SKIP2, PRECISION)[3:]
+                x3, dx3 = _dense_jet(x2, dx2, w3, b3, SKIP3, PRECISION)[3:]
                 out = slot[:, None] * N3 + col[None, :]
                 keep = live[:, None] & col_ok[None, :]
                 tl.store(g_ptr + out, x3, mask=keep)
@@ -208,7 +208,7 @@ if triton is not None:
                 d1 = 1.0 - x1 * x1
                 dx1 = d1 * w1[None, :]
                 a2, u2, d2, x2, dx2 = _dense_jet(x1, dx1, w2, b2, SKIP2, PRECISION)
-                a3, u3, d3, _, _ = _dense_jet(x2, dx2, w3, b3, SKIP3, PRECISION)
+                a3, u3, d3 = _dense_jet(x2, dx2, w3, b3, SKIP3, PRECISION)[:3]
                 at = slot[:, None] * N3 + col[None, :]
                 keep = live[:, None] & col_ok[None, :]
                 gx3 = tl.load(gg_ptr + at, mask=keep, other=0.0)
@@ -299,11 +299,13 @@ def _block_tables(sel: tuple[int, ...], device: torch.device) -> tuple[Tensor, T
     return starts, torch.arange(len(sel), dtype=torch.int32, device=device)
 
 
-def embed_all(d, rr: Tensor, center_type: Tensor, precision: str = "ieee") -> tuple[Tensor, Tensor]:
+def embed_all(d, rr: Tensor, center_type: Tensor, precision: str = "tf32x3") -> tuple[Tensor, Tensor]:
     """Same contract as `deeppot.model.analytic.embed_all`: G and dG/ds (nf, nloc, nnei, M1) for every slot.
 
-    rr (nf, nloc, nnei, 4) normalised environment matrix (only column 0, s, is read). precision "ieee" keeps
-    float32 GEMMs exact to float32; "tf32" is the mixed-precision opt-in (float32 storage and accumulation).
+    rr (nf, nloc, nnei, 4) normalised environment matrix (only column 0, s, is read). precision, for float32:
+    "tf32x3" (default) splits each GEMM input into two TF32 parts on the tensor cores, accurate to float32's
+    level; "tf32" is the mixed-precision opt-in (one TF32 pass, float32 accumulation); "ieee" uses FMA units and
+    spills registers at DeePMD widths (slow; kept for checks). float64 always runs "ieee".
     """
     if rr.requires_grad:
         raise ValueError("the fused embedding kernels give no gradient with respect to positions; "

@@ -70,23 +70,23 @@ def test_analytic_forces_equal_autograd_on_cuda(tmp_path, precision):
         torch.testing.assert_close(a, b, rtol=tol * 10, atol=tol)
 
 
-@pytest.mark.parametrize("precision", ["float64", "float32"])
+@pytest.mark.parametrize("tf32", [False, True])
 @pytest.mark.parametrize("type_one_side", [True, False])
-def test_fused_kernels_train_like_the_plain_path(tmp_path, precision, type_one_side):
+def test_fused_kernels_train_like_the_plain_path(tmp_path, tf32, type_one_side):
     """Fused Triton embedding vs PyTorch embedding, both graphed: batches of 2, two systems, a short last batch."""
     systems = [small_system(tmp_path, "a", nframes=5), small_system(tmp_path, "b", nframes=4)]
-    config = tiny_input(systems, None, steps=12, precision=precision)
-    config["model"]["descriptor"].update(neuron=[8, 16, 32], type_one_side=type_one_side)
+    config = tiny_input(systems, None, steps=12, precision="float32")
+    config["model"]["descriptor"].update(neuron=[25, 50, 100], type_one_side=type_one_side)
     config["training"]["training_data"]["batch_size"] = 2
     runs = []
     for fused in (False, True):
         options = RunOptions(workdir=tmp_path / f"fused{fused}", device=torch.device("cuda"), progress=False,
-                             fused_kernels=fused)
+                             fused_kernels=fused, tf32=tf32 and fused)
         runs.append(Trainer(normalize_input(copy.deepcopy(config)), options))
     plain, fused = runs
     assert fused.model.embed_fn is not plain.model.embed_fn
     for step in range(12):
         m_plain, m_fused = plain.step(step), fused.step(step)
         for key in m_plain:
-            tol = 1e-9 if precision == "float64" else 2e-3  # float32: summation order differs, and compounds
+            tol = 2e-2 if tf32 else 2e-3  # float32: summation order differs, and compounds; TF32 rounds inputs
             torch.testing.assert_close(m_fused[key], m_plain[key], rtol=tol, atol=0)

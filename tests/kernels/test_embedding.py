@@ -39,6 +39,7 @@ CASES = [  # (type_one_side, precision, neuron, sel, ntypes): doubling, same-wid
     (True, "float32", (4, 8, 16), (33, 7), 2),
     (False, "float32", (6, 6, 12), (20, 20, 20), 3),
     (False, "float64", (5, 10, 7), (30, 3, 12), 3),
+    (True, "float32", (25, 50, 100), (46, 92), 2),  # the water benchmark's net
 ]
 
 
