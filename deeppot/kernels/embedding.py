@@ -152,7 +152,7 @@ if triton is not None:
                           N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
                           L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                           BLOCK: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
-        pid, atom, start, length, w1, b1, w2, b2, w3, b3 = _program_setup(
+        _pid, atom, start, length, w1, b1, w2, b2, w3, b3 = _program_setup(
             net_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, nblocks, N1, N2, N3, L1, L2, L3)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
         for j0 in range(0, MAX_SEL, BLOCK):  # a constant trip count (the interpreter needs one); skip past the end
