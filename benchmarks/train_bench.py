@@ -65,6 +65,11 @@ def run_case(args: argparse.Namespace) -> dict:
     from deeppot.train.trainer import RunOptions, Trainer
 
     t_launch = float(os.environ[T_LAUNCH_ENV])
+    if os.environ.get("DEEPPOT_BENCH_EMBED_TILE"):  # BLOCK_J:num_warps of the fused kernels, for tuning runs
+        from deeppot.kernels import embedding
+
+        block, warps = os.environ["DEEPPOT_BENCH_EMBED_TILE"].split(":")
+        embedding.BLOCK_J, embedding.NUM_WARPS = int(block), int(warps)
     case = parse_case(args.case)
     steps = case["steps"] or args.steps
     workdir = Path(tempfile.mkdtemp(prefix=f"bench-{case['name']}-"))

@@ -81,6 +81,15 @@ if triton is not None:
         return tl.load(ptr + k * N + col, mask=ok, other=0.0)
 
     @triton.jit
+    def _load_matrix_t(ptr, k, N_IN: tl.constexpr, N_OUT: tl.constexpr, PI: tl.constexpr, HI: tl.constexpr,
+                       NHI: tl.constexpr, PO: tl.constexpr, HO: tl.constexpr, NHO: tl.constexpr):
+        """W^T (PO, PI), read in transposed order (no register transpose)."""
+        row, row_ok = _columns(PI, HI, NHI)
+        col, col_ok = _columns(PO, HO, NHO)
+        at = k * N_IN * N_OUT + row[None, :] * N_OUT + col[:, None]
+        return tl.load(ptr + at, mask=row_ok[None, :] & col_ok[:, None], other=0.0)
+
+    @triton.jit
     def _skip(x, KIND: tl.constexpr):
         """DeePMD's skip in registers: x (KIND 1) or [x, x] (KIND 2, a plain concatenation in the doubled layout)."""
         if KIND == 2:
@@ -114,13 +123,13 @@ if triton is not None:
         return a, u, d, x_out, dx_out
 
     @triton.jit
-    def _dense_jet_backward(x, dx, w, a, u, d, gx, gdx, KIND: tl.constexpr, PRECISION: tl.constexpr):
-        """Reverse of `_dense_jet`: weight-gradient contributions and the gradients of its inputs."""
+    def _dense_jet_backward(x, dx, wt, a, u, d, gx, gdx, KIND: tl.constexpr, PRECISION: tl.constexpr):
+        """Reverse of `_dense_jet` (wt = W^T): weight-gradient contributions and the gradients of its inputs."""
         gz = (gx - 2.0 * gdx * u * a) * d
         gu = gdx * d
-        gw = tl.dot(tl.trans(x), gz, input_precision=PRECISION) + tl.dot(tl.trans(dx), gu, input_precision=PRECISION)
+        gw = tl.dot(tl.trans(x), gz, input_precision=PRECISION)
+        gw += tl.dot(tl.trans(dx), gu, input_precision=PRECISION)
         gb = tl.sum(gz, axis=0)
-        wt = tl.trans(w)
         gx_in = tl.dot(gz, wt, input_precision=PRECISION)
         gdx_in = tl.dot(gu, wt, input_precision=PRECISION)
         if KIND != 0:
@@ -171,16 +180,19 @@ if triton is not None:
                 tl.store(dg_ptr + out, dx3, mask=keep)
 
     @triton.jit
-    def _store_matrix(ptr, value, N_OUT: tl.constexpr, PI: tl.constexpr, HI: tl.constexpr, NHI: tl.constexpr,
-                      PO: tl.constexpr, HO: tl.constexpr, NHO: tl.constexpr):
+    def _add_matrix(ptr, value, N_OUT: tl.constexpr, PI: tl.constexpr, HI: tl.constexpr, NHI: tl.constexpr,
+                    PO: tl.constexpr, HO: tl.constexpr, NHO: tl.constexpr):
+        """ptr[W layout] += value: this program's own partial sums (no other program writes there)."""
         row, row_ok = _columns(PI, HI, NHI)
         col, col_ok = _columns(PO, HO, NHO)
-        tl.store(ptr + row[:, None] * N_OUT + col[None, :], value, mask=row_ok[:, None] & col_ok[None, :])
+        at = ptr + row[:, None] * N_OUT + col[None, :]
+        ok = row_ok[:, None] & col_ok[None, :]
+        tl.store(at, tl.load(at, mask=ok, other=0.0) + value, mask=ok)
 
     @triton.jit
-    def _store_vector(ptr, value, P: tl.constexpr, H: tl.constexpr, NH: tl.constexpr):
+    def _add_vector(ptr, value, P: tl.constexpr, H: tl.constexpr, NH: tl.constexpr):
         col, ok = _columns(P, H, NH)
-        tl.store(ptr + col, value, mask=ok)
+        tl.store(ptr + col, tl.load(ptr + col, mask=ok, other=0.0) + value, mask=ok)
 
     @triton.jit
     def _embed_bwd_kernel(rr_ptr, net_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr,
@@ -188,15 +200,17 @@ if triton is not None:
                           N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
                           L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                           BLOCK: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
-        pid, atom, start, length, w1, b1, w2, b2, w3, b3 = _program_setup(
-            net_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, nblocks, N1, N2, N3, L1, L2, L3)
+        # Weights are re-read (from cache) inside the loop and weight gradients added to this program's slice of
+        # `part` chunk by chunk: nothing large stays live across iterations, which keeps registers from spilling.
+        pid = tl.program_id(0)
+        atom, blk = pid // nblocks, pid % nblocks
+        k = tl.load(net_ptr + pid)
+        start = tl.load(starts_ptr + blk)
+        length = tl.load(starts_ptr + blk + 1) - start
         col, col_ok = _columns(L3[0], L3[1], L3[2])
-        acc_w1 = tl.zeros_like(w1)
-        acc_b1 = tl.zeros_like(b1)
-        acc_w2 = tl.zeros_like(w2)
-        acc_b2 = tl.zeros_like(b2)
-        acc_w3 = tl.zeros_like(w3)
-        acc_b3 = tl.zeros_like(b3)
+        base1 = part_ptr + pid * part_stride  # flat order of one net: W1, b1, W2, b2, W3, b3
+        base2 = base1 + 2 * N1
+        base3 = base2 + N1 * N2 + N2
         for j0 in range(0, MAX_SEL, BLOCK):
             if j0 < length:
                 rows = j0 + tl.arange(0, BLOCK)
@@ -204,35 +218,32 @@ if triton is not None:
                 slot = atom * nnei + start + rows
                 s = tl.load(rr_ptr + slot * 4, mask=live, other=0.0)
                 # recompute the forward pass (cheaper than storing every layer's activations)
-                x1 = _tanh(s[:, None] * w1[None, :] + b1[None, :])
+                w1 = _load_vector(w1_ptr, k, N1, L1[0], L1[1], L1[2])
+                x1 = _tanh(s[:, None] * w1[None, :] + _load_vector(b1_ptr, k, N1, L1[0], L1[1], L1[2])[None, :])
                 d1 = 1.0 - x1 * x1
                 dx1 = d1 * w1[None, :]
+                w2 = _load_matrix(w2_ptr, k, N1, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
+                b2 = _load_vector(b2_ptr, k, N2, L2[0], L2[1], L2[2])
                 a2, u2, d2, x2, dx2 = _dense_jet(x1, dx1, w2, b2, SKIP2, PRECISION)
+                w3 = _load_matrix(w3_ptr, k, N2, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
+                b3 = _load_vector(b3_ptr, k, N3, L3[0], L3[1], L3[2])
                 a3, u3, d3 = _dense_jet(x2, dx2, w3, b3, SKIP3, PRECISION)[:3]
                 at = slot[:, None] * N3 + col[None, :]
                 keep = live[:, None] & col_ok[None, :]
                 gx3 = tl.load(gg_ptr + at, mask=keep, other=0.0)
                 gdx3 = tl.load(gdg_ptr + at, mask=keep, other=0.0)
-                gw, gb, gx2, gdx2 = _dense_jet_backward(x2, dx2, w3, a3, u3, d3, gx3, gdx3, SKIP3, PRECISION)
-                acc_w3 += gw
-                acc_b3 += gb
-                gw, gb, gx1, gdx1 = _dense_jet_backward(x1, dx1, w2, a2, u2, d2, gx2, gdx2, SKIP2, PRECISION)
-                acc_w2 += gw
-                acc_b2 += gb
+                w3t = _load_matrix_t(w3_ptr, k, N2, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
+                gw, gb, gx2, gdx2 = _dense_jet_backward(x2, dx2, w3t, a3, u3, d3, gx3, gdx3, SKIP3, PRECISION)
+                _add_matrix(base3, gw, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
+                _add_vector(base3 + N2 * N3, gb, L3[0], L3[1], L3[2])
+                w2t = _load_matrix_t(w2_ptr, k, N1, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
+                gw, gb, gx1, gdx1 = _dense_jet_backward(x1, dx1, w2t, a2, u2, d2, gx2, gdx2, SKIP2, PRECISION)
+                _add_matrix(base2, gw, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
+                _add_vector(base2 + N1 * N2, gb, L2[0], L2[1], L2[2])
                 # layer 1: x1 = tanh(s w1 + b1), dx1 = (1 - x1^2) w1 (the input tangent is 1)
                 gz1 = (gx1 - 2.0 * gdx1 * w1[None, :] * x1) * d1
-                acc_w1 += tl.sum(gz1 * s[:, None] + gdx1 * d1, axis=0)
-                acc_b1 += tl.sum(gz1, axis=0)
-        # this program's partial sums, in the flat order W1, b1, W2, b2, W3, b3 of one net
-        base = part_ptr + pid * part_stride
-        _store_vector(base, acc_w1, L1[0], L1[1], L1[2])
-        _store_vector(base + N1, acc_b1, L1[0], L1[1], L1[2])
-        base += 2 * N1
-        _store_matrix(base, acc_w2, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
-        _store_vector(base + N1 * N2, acc_b2, L2[0], L2[1], L2[2])
-        base += N1 * N2 + N2
-        _store_matrix(base, acc_w3, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
-        _store_vector(base + N2 * N3, acc_b3, L3[0], L3[1], L3[2])
+                _add_vector(base1, tl.sum(gz1 * s[:, None] + gdx1 * d1, axis=0), L1[0], L1[1], L1[2])
+                _add_vector(base1 + N1, tl.sum(gz1, axis=0), L1[0], L1[1], L1[2])
 
 
 def _layouts(widths: list[int]) -> list[tuple[int, int, int]]:
@@ -282,7 +293,7 @@ class _EmbedJet(torch.autograd.Function):
         nnei = rr.shape[2]
         nprog = net_index.numel()
         sizes = [p[0].numel() for p in params]  # per-net sizes of W1, b1, W2, b2, W3, b3
-        part = rr.new_empty(nprog, sum(sizes))
+        part = rr.new_zeros(nprog, sum(sizes))
         _embed_bwd_kernel[(nprog,)](rr, net_index, starts, *params, g_bar.contiguous(), dg_bar.contiguous(),
                                     part, nnei, starts.numel() - 1, part.shape[1], **ctx.meta)
         nnets = params[0].shape[0]
