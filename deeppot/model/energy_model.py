@@ -126,11 +126,10 @@ class EnergyModel(nn.Module):
         """
         from deeppot.kernels import embedding
 
-        # float32 only: float64 tiles at DeePMD widths exceed shared memory (and float64 meets its target without)
         if not (self.analytic_forces and analytic.supports(self) and embedding.fusable(self.descriptor)
-                and self.descriptor.dtype == torch.float32 and embedding.triton_available(device)):
+                and embedding.triton_available(device)):
             return False
-        precision = "tf32" if tf32 else "tf32x3"
+        precision = "tf32" if tf32 else "tf32x3"  # float64 always runs exact float64 GEMMs
         self.embed_fn = functools.partial(embedding.embed_all, precision=precision)
         return True
 
