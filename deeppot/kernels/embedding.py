@@ -11,7 +11,9 @@ One program handles one (centre atom, neighbour-type block): its net is block b 
 (centre type a, b) at flat index a + b*ntypes; rows are the block's sel_b slots in chunks of BLOCK_J.
 Supported nets: three layers 1 -> N1 -> N2 -> N3, tanh, DeePMD skips (same width or doubling), no timestep
 (resnet_dt false). `fusable` says whether a descriptor qualifies; anything else keeps the PyTorch path.
-Widths are padded to powers of two in registers (zero weights keep the padding exactly zero).
+Widths are padded to powers of two in registers (zero weights keep the padding exactly zero). GEMMs run on the
+tensor cores: float32 as 3xTF32 (float32-level accuracy) or, opted in, one TF32 pass; float64 in float64.
+The kernel-vs-PyTorch tests are tests/kernels (GPU, or the Triton interpreter on a CPU) and tests/gpu.
 """
 
 from __future__ import annotations
