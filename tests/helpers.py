@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from deeppot.model import EnergyModel
+from deeppot.model import EnergyModel, PairData
+from deeppot.nlist import build_neighbor_data
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 EXAMPLE_DATA = Path(__file__).resolve().parents[1] / "examples" / "water" / "data"
@@ -78,3 +79,10 @@ def require_shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip("shared data sets (../shared/data) are not available")
     return SHARED_DATA
+
+
+def pairs_of(model: EnergyModel, nframes: int = 2, seed: int = 0, ntypes: int = 2) -> PairData:
+    """Pair geometry of `random_system` frames (one atype for all frames) with the model's rcut and sel."""
+    coord, atype, box = random_system(nframes=nframes, ntypes=ntypes, seed=seed)
+    nd = build_neighbor_data(coord, atype[None].expand(nframes, -1), box, model.rcut, model.sel)
+    return PairData.from_neighbors(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, model.rcut)

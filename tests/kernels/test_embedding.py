@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import make_model, random_system
+from helpers import make_model, pairs_of
 
-from deeppot.model import PairData, analytic
-from deeppot.nlist import build_neighbor_data
+from deeppot.model import analytic
+from deeppot.model.env_mat import env_mat_raw, normalize_env_mat
 
 embedding = pytest.importorskip("deeppot.kernels.embedding")
 pytestmark = pytest.mark.filterwarnings("ignore::deeppot.nlist.NeighborOverflowWarning")
@@ -22,15 +22,9 @@ def model_and_rr(type_one_side=True, precision="float64", neuron=(4, 8, 16), sel
     model = make_model(seed=seed, type_one_side=type_one_side, resnet_dt=False, precision=precision,
                        neuron=list(neuron), sel=list(sel), ntypes=ntypes).to(DEVICE)
     d = model.descriptor
-    nframes = 2
-    coord, atype, box = random_system(nframes=nframes, ntypes=ntypes, seed=seed)
-    nd = build_neighbor_data(coord, atype[None].expand(nframes, -1), box, model.rcut, model.sel)
-    pairs = PairData.from_neighbors(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, model.rcut).to(DEVICE)
-    x = pairs.rij.to(d.dtype)
-    r = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
-    rr = (torch.cat([1 / r, x / r**2], dim=-1) * (pairs.nlist_loc >= 0)[..., None] - d.davg[pairs.center_type]) \
-        / d.dstd[pairs.center_type]
-    return model, rr.contiguous(), pairs.center_type
+    pairs = pairs_of(model, seed=seed, ntypes=ntypes).to(DEVICE)
+    raw = env_mat_raw(pairs.rij.to(d.dtype), pairs.nlist_loc >= 0, d.rcut, d.rcut_smth)
+    return model, normalize_env_mat(raw, pairs.center_type, d.davg, d.dstd).contiguous(), pairs.center_type
 
 
 CASES = [  # (type_one_side, precision, neuron, sel, ntypes): doubling, same-width and no skips; partial blocks
@@ -77,9 +71,7 @@ def test_tangent_is_the_derivative():
 
 def test_training_gradients_match_the_plain_path():
     model, _, _ = model_and_rr(type_one_side=False, precision="float32", neuron=(6, 12, 24), sel=(10, 30))
-    coord, atype, box = random_system(nframes=2, seed=3)
-    nd = build_neighbor_data(coord, atype[None].expand(2, -1), box, model.rcut, model.sel)
-    pairs = PairData.from_neighbors(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, model.rcut).to(DEVICE)
+    pairs = pairs_of(model, seed=3).to(DEVICE)
     results = []
     for fused in (False, True):
         model.embed_fn = analytic.embed_all

@@ -4,16 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import make_model, random_system
-
-from deeppot.model import PairData
-from deeppot.nlist import build_neighbor_data
-
-
-def pairs_of(model, nframes=2, seed=0):
-    coord, atype, box = random_system(nframes=nframes, seed=seed)
-    nd = build_neighbor_data(coord, atype[None].expand(nframes, -1), box, model.rcut, model.sel)
-    return PairData.from_neighbors(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, model.rcut)
+from helpers import make_model, pairs_of
 
 
 def training_gradients(model, pairs, analytic: bool):
