@@ -140,22 +140,12 @@ if triton is not None:
         return gw, gb, gx_in, gdx_in
 
     @triton.jit
-    def _program_setup(net_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, nblocks,
-                       N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr, L2: tl.constexpr,
-                       L3: tl.constexpr):
-        """This program's (atom, block), its slot range, and its net's weights in the register layouts."""
+    def _program_slots(net_ptr, starts_ptr, nblocks):
+        """This program's (atom, block): its id, atom, first slot and slot count in the block, and its net."""
         pid = tl.program_id(0)
         atom, blk = pid // nblocks, pid % nblocks
-        k = tl.load(net_ptr + pid)
         start = tl.load(starts_ptr + blk)
-        length = tl.load(starts_ptr + blk + 1) - start
-        w1 = _load_vector(w1_ptr, k, N1, L1[0], L1[1], L1[2])
-        b1 = _load_vector(b1_ptr, k, N1, L1[0], L1[1], L1[2])
-        w2 = _load_matrix(w2_ptr, k, N1, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
-        b2 = _load_vector(b2_ptr, k, N2, L2[0], L2[1], L2[2])
-        w3 = _load_matrix(w3_ptr, k, N2, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
-        b3 = _load_vector(b3_ptr, k, N3, L3[0], L3[1], L3[2])
-        return pid, atom, start, length, w1, b1, w2, b2, w3, b3
+        return pid, atom, start, tl.load(starts_ptr + blk + 1) - start, tl.load(net_ptr + pid)
 
     @triton.jit
     def _embed_fwd_kernel(rr_ptr, net_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr,
@@ -163,8 +153,13 @@ if triton is not None:
                           N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
                           L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                           BLOCK: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
-        _pid, atom, start, length, w1, b1, w2, b2, w3, b3 = _program_setup(
-            net_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, nblocks, N1, N2, N3, L1, L2, L3)
+        atom, start, length, k = _program_slots(net_ptr, starts_ptr, nblocks)[1:]
+        w1 = _load_vector(w1_ptr, k, N1, L1[0], L1[1], L1[2])
+        b1 = _load_vector(b1_ptr, k, N1, L1[0], L1[1], L1[2])
+        w2 = _load_matrix(w2_ptr, k, N1, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
+        b2 = _load_vector(b2_ptr, k, N2, L2[0], L2[1], L2[2])
+        w3 = _load_matrix(w3_ptr, k, N2, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
+        b3 = _load_vector(b3_ptr, k, N3, L3[0], L3[1], L3[2])
         col, col_ok = _columns(L3[0], L3[1], L3[2])
         for j0 in range(0, MAX_SEL, BLOCK):  # a constant trip count (the interpreter needs one); skip past the end
             if j0 < length:
@@ -204,11 +199,7 @@ if triton is not None:
                           BLOCK: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
         # Weights are re-read (from cache) inside the loop and weight gradients added to this program's slice of
         # `part` chunk by chunk: nothing large stays live across iterations, which keeps registers from spilling.
-        pid = tl.program_id(0)
-        atom, blk = pid // nblocks, pid % nblocks
-        k = tl.load(net_ptr + pid)
-        start = tl.load(starts_ptr + blk)
-        length = tl.load(starts_ptr + blk + 1) - start
+        pid, atom, start, length, k = _program_slots(net_ptr, starts_ptr, nblocks)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
         base1 = part_ptr + pid * part_stride  # flat order of one net: W1, b1, W2, b2, W3, b3
         base2 = base1 + 2 * N1
