@@ -61,6 +61,7 @@ def run_case(args: argparse.Namespace) -> dict:
     import numpy as np
     import torch
 
+    from deeppot.model import analytic
     from deeppot.train.lcurve import read_lcurve
     from deeppot.train.trainer import RunOptions, Trainer
 
@@ -119,8 +120,7 @@ def run_case(args: argparse.Namespace) -> dict:
         report = run_test(trainer.model, find_systems(tr["validation_data"]["systems"]), log=lambda *a: None)
         full_valid = {k: report.weighted[k] for k in ("rmse_e_per_atom", "rmse_f", "rmse_v_per_atom")
                       if k in report.weighted}
-    fused = trainer.model.embed_fn is not None and "kernels" in getattr(trainer.model.embed_fn, "func",
-                                                                        trainer.model.embed_fn).__module__
+    fused = trainer.model.embed_fn is not analytic.embed_all
     return {"case": args.case, "steps": steps, "cuda_graph": case["graph"], "fused_kernels": fused,
             "ms_per_step": round(float(np.median(gaps)), 4) if gaps else None,
             "wall_ms_per_step": round(1e3 * loop_wall / steps, 4),
