@@ -30,6 +30,7 @@ __all__ = [
     "choose_method",
     "extend_coords",
     "format_nlist",
+    "reference_pairs",
     "wrap_coords",
 ]
 
@@ -54,9 +55,8 @@ class NeighborData:
     nlist: Tensor  # (nf, nloc, nnei) int64 indices into the extended atoms, -1 padded
 
 
-def choose_method(coord: Tensor, box: Tensor | None, rcut: float) -> Literal["reference", "cell"]:
-    """The builder "auto" picks, from the reference's pair count (nloc * nall of the full image set) and
-    REFERENCE_MAX_PAIRS: per frame on the CPU, per batch on a GPU.
+def reference_pairs(coord: Tensor, box: Tensor | None, rcut: float) -> int:
+    """Pairs the O(N^2) reference examines per frame: nloc * nall with every periodic image of the cell.
 
     coord: (nf, nloc, 3); box: (nf, 3, 3), (nf, 9) or None. Reads the box on the host (one sync).
     """
@@ -65,9 +65,16 @@ def choose_method(coord: Tensor, box: Tensor | None, rcut: float) -> Literal["re
     if box is not None:
         nbuff = nbuff_for(as_box(box, nf, box.dtype), rcut)
         nall = nloc * math.prod(2 * n + 1 for n in nbuff)
+    return nloc * nall
+
+
+def choose_method(coord: Tensor, box: Tensor | None, rcut: float) -> Literal["reference", "cell"]:
+    """The builder "auto" picks, from `reference_pairs` and REFERENCE_MAX_PAIRS: per frame on the CPU, per batch
+    on a GPU."""
+    pairs = reference_pairs(coord, box, rcut)
     if coord.is_cuda:
-        return "reference" if nf * nloc * nall <= REFERENCE_MAX_PAIRS["cuda"] else "cell"
-    return "reference" if nloc * nall <= REFERENCE_MAX_PAIRS["cpu"] else "cell"
+        return "reference" if coord.shape[0] * pairs <= REFERENCE_MAX_PAIRS["cuda"] else "cell"
+    return "reference" if pairs <= REFERENCE_MAX_PAIRS["cpu"] else "cell"
 
 
 def build_neighbor_data(

@@ -1,0 +1,226 @@
+"""`DeepPot`: DeePMD-kit's `deepmd.infer.DeepPot` in its common use, NumPy in and out, on the fast path.
+
+    dp = DeepPot("model.dp")                      # any model file deeppot reads; a GPU when there is one
+    e, f, v = dp.eval(coords, cells, atom_types)  # (nf, 1), (nf, natoms, 3), (nf, 9)
+    e, f, v, ae, av = dp.eval(coords, cells, atom_types, atomic=True)   # + (nf, natoms, 1), (nf, natoms, 9)
+
+`Evaluator` is the tensor-level engine under it (also used by `deeppot test` and the ASE calculator): it splits the
+frames into batches of about `batch_atoms` atoms, builds their neighbour lists (the O(N^2) reference for small
+cells, the cell list for large ones) and evaluates each batch in chunks of centres (`deeppot.infer.evaluate`), so
+memory stays linear in the atom count and no system is too large.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from deeppot.infer.evaluate import FlatNeighbors, PairStage, evaluate_flat, reference_pair_stage
+from deeppot.model import EnergyModel
+from deeppot.nlist import REFERENCE_MAX_PAIRS, build_neighbor_data, reference_pairs
+
+log = logging.getLogger(__name__)
+
+OUTPUT_KEYS = ("energy", "force", "virial", "atom_energy", "atom_virial")
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def memory_budget(device: torch.device) -> int:
+    """Bytes one chunk of centres may use: 40% of the free GPU memory (at most 8 GiB), 1 GiB on a CPU."""
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return int(min(0.4 * free, 8 * 2**30))
+    return 2**30
+
+
+def bytes_per_centre(model: EnergyModel, fused: bool) -> int:
+    """A generous estimate of one centre's transient memory in a chunk (measured peaks sit below it)."""
+    d, fit = model.descriptor, model.fitting
+    nnei, m1, item = sum(d.sel), d.neuron[-1], d.dtype.itemsize
+    per_atom = item * (8 * m1 * d.axis_neuron + 8 * sum(fit.neuron))  # descriptor, fitting activations
+    per_pair = 48 + 8 * item if fused else 48 + (8 * m1 + 16) * item  # reference: G, dG/ds and their products
+    return per_atom + nnei * per_pair
+
+
+class Evaluator:
+    """Energy, forces and virials of frames on one device, batched by frames and chunked by atoms.
+
+    fused: None picks the fused Triton kernels where they can run (a GPU and a model of the supported shape,
+    `deeppot.kernels.descriptor.fusable`), True insists (ValueError where they cannot run), False keeps PyTorch.
+    """
+
+    def __init__(self, model: EnergyModel, device: torch.device | str | None = None, fused: bool | None = None,
+                 batch_atoms: int | None = None, chunk_atoms: int | None = None) -> None:
+        self.device = torch.device(device) if device is not None else default_device()
+        self.model = model.to(self.device).eval()
+        self.pair_stage, self.fused = self._pick_stage(fused)
+        self.batch_atoms = batch_atoms or (2**20 if self.device.type == "cuda" else 2**14)
+        self.chunk_atoms = chunk_atoms or max(1, memory_budget(self.device) // bytes_per_centre(model, self.fused))
+        log.info("evaluation on %s with the %s pair stage, %d centres a chunk", self.device,
+                 "fused Triton" if self.fused else "PyTorch", self.chunk_atoms)
+
+    def _pick_stage(self, fused: bool | None) -> tuple[PairStage, bool]:
+        if fused is False:
+            return reference_pair_stage, False
+        from deeppot.kernels import descriptor as kernels
+
+        reason = kernels.unfusable_reason(self.model, self.device)
+        if reason is None:
+            return kernels.fused_pair_stage, True
+        if fused:
+            raise ValueError(f"the fused inference kernels cannot run: {reason}")
+        log.debug("fused inference kernels not used: %s", reason)
+        return reference_pair_stage, False
+
+    def evaluate(self, coord: Tensor, atype: Tensor, box: Tensor | None, atomic: bool = False) -> dict[str, Tensor]:
+        """coord (nf, nloc, 3), atype (nf, nloc) int64 model types, box (nf, 3, 3) or None, on this device.
+
+        Returns float64 energy (nf,), force (nf, nloc, 3), virial (nf, 9), atom_energy (nf, nloc)
+        [, atom_virial (nf, nloc, 9)].
+        """
+        outs = [self._evaluate_batch(coord[part], atype[part], None if box is None else box[part], atomic)
+                for part in self._frame_batches(coord, box)]
+        return {key: torch.cat([o[key] for o in outs]) for key in outs[0]}
+
+    def _frame_batches(self, coord: Tensor, box: Tensor | None) -> list[slice]:
+        """Frames per batch: about batch_atoms atoms, and on a GPU few enough that the O(N^2) builder stays under
+        its pair limit when it is the one chosen (small cells)."""
+        nf, nloc = coord.shape[:2]
+        per_batch = max(1, self.batch_atoms // max(nloc, 1))
+        if coord.is_cuda:
+            pairs = reference_pairs(coord[:1], None if box is None else box[:1], self.model.rcut)
+            if pairs <= REFERENCE_MAX_PAIRS["cuda"]:
+                per_batch = min(per_batch, REFERENCE_MAX_PAIRS["cuda"] // pairs)
+        return [slice(s, s + per_batch) for s in range(0, nf, per_batch)]
+
+    def _evaluate_batch(self, coord: Tensor, atype: Tensor, box: Tensor | None, atomic: bool) -> dict[str, Tensor]:
+        with torch.no_grad():
+            nd = build_neighbor_data(coord, atype, box, self.model.rcut, self.model.sel)
+        flat = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
+        return evaluate_flat(self.model, flat, self.chunk_atoms, self.pair_stage, atomic)
+
+
+class DeepPot:
+    """A Deep Potential for evaluation, like `deepmd.infer.DeepPot`.
+
+    model: a model file (.dp, .yaml, a deeppot or DeePMD-kit .pt checkpoint) or an `EnergyModel`.
+    device: "cpu", "cuda", "cuda:N"; None picks a GPU when there is one. Other keywords go to `Evaluator`.
+    """
+
+    def __init__(self, model: str | Path | EnergyModel, device: str | torch.device | None = None, **kwargs) -> None:
+        if not isinstance(model, EnergyModel):
+            from deeppot.io import load_model
+
+            model = load_model(model)
+        self.evaluator = Evaluator(model, device, **kwargs)
+
+    @property
+    def model(self) -> EnergyModel:
+        return self.evaluator.model
+
+    def get_type_map(self) -> list[str]:
+        return list(self.model.type_map)
+
+    def get_ntypes(self) -> int:
+        return len(self.model.type_map)
+
+    def get_rcut(self) -> float:
+        return float(self.model.rcut)
+
+    def get_dim_fparam(self) -> int:
+        return 0
+
+    def get_dim_aparam(self) -> int:
+        return 0
+
+    def eval(self, coords, cells, atom_types, atomic: bool = False, fparam=None, aparam=None,
+             mixed_type: bool = False, **kwargs) -> tuple[np.ndarray, ...]:
+        """Energy (nf, 1), force (nf, natoms, 3), virial (nf, 9) [, atom energy (nf, natoms, 1),
+        atom virial (nf, natoms, 9) when `atomic`], float64 NumPy arrays in eV, eV/Å and eV.
+
+        coords (nf, natoms, 3) or (nf, natoms * 3) Å; cells (nf, 9) or (nf, 3, 3) row vectors, or None without
+        periodic boundaries; atom_types (natoms,) indices into `get_type_map()`, or (nf, natoms) when mixed_type.
+        """
+        if fparam is not None or aparam is not None:
+            raise ValueError("this model takes no frame or atomic parameters (fparam/aparam)")
+        coord, atype, box = standard_input(coords, cells, atom_types, self.get_ntypes(), mixed_type)
+        dev = self.evaluator.device
+        out = self.evaluator.evaluate(torch.from_numpy(coord).to(dev), torch.from_numpy(atype).to(dev),
+                                      None if box is None else torch.from_numpy(box).to(dev), atomic)
+        nf, natoms = atype.shape
+        result = [out["energy"].reshape(nf, 1), out["force"], out["virial"]]
+        if atomic:
+            result += [out["atom_energy"].reshape(nf, natoms, 1), out["atom_virial"]]
+        return tuple(t.cpu().numpy() for t in result)
+
+
+def standard_input(coords, cells, atom_types, ntypes: int,
+                   mixed_type: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Checked arrays: coord (nf, natoms, 3) float64, atype (nf, natoms) int64, box (nf, 3, 3) float64 or None.
+
+    Raises ValueError naming what is wrong and where: shapes, types outside the type map, non-finite numbers,
+    cells of zero volume.
+    """
+    atype = np.asarray(atom_types)
+    if atype.ndim not in (1, 2) or atype.shape[-1] == 0:
+        raise ValueError(f"atom_types must be (natoms,) or (nframes, natoms) with at least one atom, "
+                         f"got shape {atype.shape}")
+    if atype.dtype.kind not in "iu":
+        raise ValueError(f"atom_types must be integers (indices into the type map), got dtype {atype.dtype}")
+    natoms = atype.shape[-1]
+    coord = np.asarray(coords, dtype=np.float64)
+    if coord.size == 0 or coord.size % (natoms * 3):
+        raise ValueError(f"coords of shape {coord.shape} do not hold (nframes, {natoms}, 3) values "
+                         f"for the {natoms} atoms of atom_types")
+    coord = coord.reshape(-1, natoms, 3)
+    nf = coord.shape[0]
+    atype = np.broadcast_to(atype.reshape(-1, natoms), (nf, natoms)) if atype.ndim == 1 or atype.shape[0] == 1 \
+        else atype
+    if atype.shape[0] != nf:
+        raise ValueError(f"atom_types has {atype.shape[0]} frames but coords has {nf}")
+    _check_types(atype, ntypes)
+    _check_finite(coord, "coords")
+    box = None
+    if cells is not None:
+        box = np.asarray(cells, dtype=np.float64)
+        if box.size != nf * 9:
+            raise ValueError(f"cells of shape {box.shape} do not hold (nframes={nf}, 9) values")
+        box = box.reshape(nf, 3, 3)
+        _check_finite(box.reshape(nf, 1, 9), "cells")
+        _check_volume(box)
+    return coord, np.ascontiguousarray(atype, dtype=np.int64), box
+
+
+def _check_types(atype: np.ndarray, ntypes: int) -> None:
+    bad = np.argwhere((atype < 0) | (atype >= ntypes))
+    if len(bad):
+        f, i = bad[0]
+        raise ValueError(f"atom type {atype[f, i]} of atom {i} (frame {f}) is not in the model's type map "
+                         f"(types 0..{ntypes - 1}); {len(bad)} atom(s) affected")
+
+
+def _check_finite(values: np.ndarray, name: str) -> None:
+    bad = np.argwhere(~np.isfinite(values).all(axis=-1))
+    if len(bad):
+        f, i = bad[0]
+        where = f"frame {f}" if name == "cells" else f"atom {i} of frame {f}"
+        raise ValueError(f"{name} holds NaN or infinite values ({where}; {len(bad)} row(s) affected)")
+
+
+def _check_volume(box: np.ndarray) -> None:
+    volume = np.abs(np.linalg.det(box))
+    scale = np.maximum(np.linalg.norm(box, axis=-1).prod(axis=-1), 1e-300)
+    bad = np.flatnonzero(volume <= 1e-10 * scale)
+    if len(bad):
+        raise ValueError(f"the cell of frame {bad[0]} has zero volume (|det| = {volume[bad[0]]:.3g} Å^3); "
+                         f"{len(bad)} frame(s) affected; pass cells=None for a non-periodic system")
+
+
+__all__ = ["DeepPot", "Evaluator", "default_device", "standard_input"]

@@ -1,0 +1,140 @@
+"""Evaluation at scale: energy, forces and virial of many atoms with memory linear in the atom count.
+
+The training path keeps every per-slot intermediate (G and dG/ds of every neighbour, the pair virials: ~100 KB an
+atom for water), which is right for a 192-atom batch and fatal at 10^5 atoms. Here the frames of a batch are
+flattened into one list of centres (the extended atoms of frame f shifted by f * nall) and the centres are
+evaluated in chunks: each chunk adds its forces (centre and neighbour sides) and virials into arrays of the whole
+batch, so only one chunk's intermediates exist at a time.
+
+A pair stage computes a chunk's atomic energies and g = dE/dr_ij (n, nnei, 3):
+- `reference_pair_stage`: the model's own PyTorch path (hand-written derivative, or autograd), any model;
+- `deeppot.kernels.descriptor.fused_pair_stage`: two fused Triton kernels that never store G, on a GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from deeppot.model import EnergyModel, analytic
+
+PairStage = Callable[[EnergyModel, Tensor, Tensor, Tensor, Tensor], tuple[Tensor, Tensor]]
+
+
+@dataclass
+class FlatNeighbors:
+    """The neighbour data of nf frames as one list of ncentre = nf * nloc centres.
+
+    ext_coord (nf * nall, 3); ext_atype (nf * nall,); nlist (ncentre, nnei) int64 indices into ext_coord, -1 padded;
+    owner (nf * nall,) int64: the centre each extended atom is an image of; center_type (ncentre,) int64.
+    Centre c is local atom c % nloc of frame c // nloc, and extended atom (c // nloc) * nall + c % nloc.
+    """
+
+    ext_coord: Tensor
+    ext_atype: Tensor
+    nlist: Tensor
+    owner: Tensor
+    center_type: Tensor
+    nf: int
+    nloc: int
+
+    @classmethod
+    def from_frames(cls, ext_coord: Tensor, ext_atype: Tensor, nlist: Tensor, mapping: Tensor) -> FlatNeighbors:
+        """From DeePMD-layout neighbour data: ext_coord (nf, nall, 3), ext_atype (nf, nall), nlist (nf, nloc, nnei),
+        mapping (nf, nall)."""
+        nf, nall = ext_atype.shape
+        nloc = nlist.shape[1]
+        frame = torch.arange(nf, device=nlist.device)
+        flat_nlist = torch.where(nlist >= 0, nlist + (frame * nall)[:, None, None], -1)
+        owner = mapping + (frame * nloc)[:, None]
+        return cls(ext_coord.reshape(nf * nall, 3), ext_atype.reshape(-1), flat_nlist.reshape(nf * nloc, -1),
+                   owner.reshape(-1), ext_atype[:, :nloc].clamp(min=0).reshape(-1), nf, nloc)
+
+    @property
+    def ncentre(self) -> int:
+        return self.nlist.shape[0]
+
+    def self_index(self, start: int, stop: int) -> Tensor:
+        """Extended index of centres start..stop-1."""
+        centres = torch.arange(start, stop, device=self.nlist.device)
+        nall = self.ext_coord.shape[0] // self.nf
+        return (centres // self.nloc) * nall + centres % self.nloc
+
+    def pair_vectors(self, start: int, stop: int, rcut: float) -> Tensor:
+        """r_ij = x_J - x_i (n, nnei, 3) of centres start..stop-1; padded slots get a dummy vector beyond rcut, so
+        their switch weight and every derivative is exactly zero (as `deeppot.model.env_mat.neighbor_vectors`)."""
+        nlist = self.nlist[start:stop]
+        rij = self.ext_coord[nlist.clamp(min=0)] - self.ext_coord[self.self_index(start, stop)][:, None, :]
+        return torch.where((nlist >= 0)[..., None], rij, torch.full_like(rij, rcut))
+
+    def neighbor_owner_and_type(self, start: int, stop: int) -> tuple[Tensor, Tensor]:
+        """Centre index and type of every neighbour slot (n, nnei) of centres start..stop-1; -1 for padding."""
+        nlist = self.nlist[start:stop]
+        j = nlist.clamp(min=0)
+        return torch.where(nlist >= 0, self.owner[j], -1), torch.where(nlist >= 0, self.ext_atype[j], -1)
+
+
+def reference_pair_stage(model: EnergyModel, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
+                         neighbor_type: Tensor) -> tuple[Tensor, Tensor]:
+    """Atomic energies (n,) float64 and g = dE/dr_ij (n, nnei, 3) of one chunk through the model's PyTorch path."""
+    args = rij[None], nlist_loc[None], center_type[None], neighbor_type[None]
+    if model.analytic_forces and analytic.supports(model):
+        with torch.no_grad():
+            energy, g = analytic.energy_and_pair_grad(model, *args)
+        return energy[0], g[0]
+    from deeppot.model import PairData
+
+    rij_g = args[0].detach().requires_grad_(True)
+    with torch.enable_grad():
+        energy = model.atomic_energy_from_pairs(PairData(rij_g, *args[1:]), rij_g)
+        (g,) = torch.autograd.grad(energy.sum(), rij_g)
+    return energy.detach()[0], g[0]
+
+
+def evaluate_flat(model: EnergyModel, flat: FlatNeighbors, chunk_atoms: int, pair_stage: PairStage,
+                  atomic: bool = False) -> dict[str, Tensor]:
+    """Energy (nf,), atom_energy (nf, nloc), force (nf, nloc, 3), virial (nf, 9) [, atom_virial (nf, nloc, 9)],
+    all float64, evaluating `chunk_atoms` centres at a time through `pair_stage`.
+
+    The virial of each pair goes to its centre (one small contraction per centre) unless `atomic` asks for
+    DeePMD's per-atom virial, which gives each pair's share to the neighbour atom (spec §6.3).
+    """
+    n, device = flat.ncentre, flat.nlist.device
+    atom_energy = torch.empty(n, dtype=torch.float64, device=device)
+    force = torch.zeros(n, 3, dtype=torch.float64, device=device)
+    virial = torch.zeros(n, 9, dtype=torch.float64, device=device)
+    for start in range(0, n, chunk_atoms):
+        stop = min(start + chunk_atoms, n)
+        rij = flat.pair_vectors(start, stop, model.rcut)
+        nlist_loc, neighbor_type = flat.neighbor_owner_and_type(start, stop)
+        energy, g = pair_stage(model, rij.to(model.descriptor.dtype), nlist_loc, flat.center_type[start:stop],
+                               neighbor_type)
+        atom_energy[start:stop] = energy
+        _add_forces_and_virial(force, virial, g, rij, nlist_loc, start, atomic)
+    nf, nloc = flat.nf, flat.nloc
+    out = {"energy": atom_energy.reshape(nf, nloc).sum(-1), "atom_energy": atom_energy.reshape(nf, nloc),
+           "force": force.reshape(nf, nloc, 3), "virial": virial.reshape(nf, nloc, 9).sum(1)}
+    if atomic:
+        out["atom_virial"] = virial.reshape(nf, nloc, 9)
+    return out
+
+
+def _add_forces_and_virial(force: Tensor, virial: Tensor, g: Tensor, rij: Tensor, nlist_loc: Tensor, start: int,
+                           atomic: bool) -> None:
+    """F_i += sum_j g_ij, F_owner(J) -= g_ij; virial -= g_ij (x) r_ij (to the centre, or to J if atomic).
+
+    Padded slots have g = 0 exactly, so they are added to atom 0 harmlessly (no boolean indexing, no host sync).
+    """
+    n = g.shape[0]
+    g = g.to(torch.float64)
+    owners = nlist_loc.clamp(min=0).reshape(-1)
+    force[start:start + n] += g.sum(dim=1)
+    force.index_add_(0, owners, -g.reshape(-1, 3))
+    if atomic:
+        pair_virial = -(g[..., :, None] * rij.to(torch.float64)[..., None, :]).reshape(-1, 9)
+        virial.index_add_(0, owners, pair_virial)
+    else:
+        virial[start:start + n] -= torch.einsum("njc,njd->ncd", g, rij.to(torch.float64)).reshape(n, 9)
