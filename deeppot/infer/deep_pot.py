@@ -101,9 +101,17 @@ class Evaluator:
         return [slice(s, s + per_batch) for s in range(0, nf, per_batch)]
 
     def _evaluate_batch(self, coord: Tensor, atype: Tensor, box: Tensor | None, atomic: bool) -> dict[str, Tensor]:
+        return self.evaluate_neighbors(self.neighbors(coord, atype, box), atomic)
+
+    def neighbors(self, coord: Tensor, atype: Tensor, box: Tensor | None) -> FlatNeighbors:
+        """Neighbour data of frames (coord (nf, nloc, 3), atype (nf, nloc), box (nf, 3, 3) or None) with this
+        model's rcut and sel, as one flat list of centres. Models of equal rcut and sel can share it."""
         with torch.no_grad():
             nd = build_neighbor_data(coord, atype, box, self.model.rcut, self.model.sel)
-        flat = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
+        return FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
+
+    def evaluate_neighbors(self, flat: FlatNeighbors, atomic: bool = False) -> dict[str, Tensor]:
+        """The outputs of `evaluate` from prebuilt neighbour data."""
         return evaluate_flat(self.model, flat, self.chunk_atoms, self.pair_stage, atomic)
 
 
