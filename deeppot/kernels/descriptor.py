@@ -1,9 +1,248 @@
-"""Fused Triton kernels for inference (placeholder while the kernels are written)."""
+"""Fused Triton kernels for inference: the se_e2_a descriptor and its derivative without storing G.
+
+The training path keeps G and dG/ds for every neighbour slot (2 x nnei x M1 numbers an atom, ~110 KB for water
+in float32): affordable for a 192-atom batch, not for 10^6 atoms. Inference needs G only inside two contractions,
+so two kernels recompute the embedding net per chunk of slots and contract it at once:
+
+- `descriptor_t`: T_i = sum_j R_ij^T G(s_ij) / nnei (nloc, 4, M1), from the pair vectors; the twin of
+  `analytic.env_rows` + `analytic.embed_all` + the contraction in `analytic.energy_and_pair_grad`.
+- `pair_grad_from_t_bar`: dE/dr_ij (nloc, nnei, 3) from dE/dT; the twin of `analytic.pair_grad`.
+
+Between them, `fused_pair_stage` runs the fitting net and dE/dT in PyTorch (per-atom work, no slots). One program
+handles one centre atom: for each neighbour-type block it loads that block's net (net b, or net (t_i, b) when
+two-sided) and walks the block's slots in chunks of BLOCK rows. The layer helpers (padded register layouts,
+DeePMD's skips, tensor-core GEMMs: 3xTF32 for float32, float64 GEMMs for float64) are the training kernels'.
+Tests: tests/kernels/test_descriptor.py (GPU, or Triton's interpreter on a CPU) and tests/gpu.
+"""
+
+from __future__ import annotations
+
+import functools
+from itertools import accumulate
+
+import torch
+from torch import Tensor
+
+from deeppot.kernels import embedding
+from deeppot.model import analytic
+
+BLOCK_ROWS = 32  # slots per chunk (GEMM M dimension)
+NUM_WARPS = 4
+
+if embedding.triton is not None:
+    import triton
+    import triton.language as tl
+
+    from deeppot.kernels.embedding import _columns, _dense_jet, _load_matrix, _load_vector, _skip, _tanh
+
+    @triton.jit
+    def _dense(x, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr):
+        """One tanh layer with DeePMD's skip, values only."""
+        a = _tanh(tl.dot(x, w, input_precision=PRECISION) + b[None, :])
+        if KIND != 0:
+            a += _skip(x, KIND)
+        return a
+
+    @triton.jit
+    def _slot_rows(rij_ptr, geo_ptr, centre, ctype, slot, live, nnei):
+        """Pair vector, switch and normalised environment-matrix row of BLOCK slots of one centre.
+
+        geo = (rcut, rcut_smth, env_protection) in the model's precision. Rows past the block (not live) read a
+        dummy vector beyond rcut and give zero rows.
+        """
+        rcut, rcut_smth, prot = tl.load(geo_ptr), tl.load(geo_ptr + 1), tl.load(geo_ptr + 2)
+        at = (centre * nnei + slot) * 3
+        x = tl.load(rij_ptr + at, mask=live, other=rcut)
+        y = tl.load(rij_ptr + at + 1, mask=live, other=rcut)
+        z = tl.load(rij_ptr + at + 2, mask=live, other=rcut)
+        r = tl.sqrt(x * x + y * y + z * z)
+        u = tl.minimum(tl.maximum((r - rcut_smth) / (rcut - rcut_smth), 0.0), 1.0)
+        w = u * u * u * (-6.0 * u * u + 15.0 * u - 10.0) + 1.0
+        dw = -30.0 * u * u * (u - 1.0) * (u - 1.0) / (rcut - rcut_smth)
+        inv = 1.0 / (r + prot)
+        st = (ctype * nnei + slot) * 4  # row of davg (stats[0]) and 1/dstd (stats[1]) of this centre type and slot
+        return x, y, z, r, inv, w, dw, st
+
+    @triton.jit
+    def _normalised(value, stat_ptr, st, c, live, nstat):
+        """(value - davg) / dstd for column c; 0 on rows that are not live."""
+        avg = tl.load(stat_ptr + st + c, mask=live, other=0.0)
+        scale = tl.load(stat_ptr + nstat + st + c, mask=live, other=0.0)
+        return (value - avg) * scale
+
+    @triton.jit
+    def _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1: tl.constexpr, N2: tl.constexpr,
+                     N3: tl.constexpr, L1: tl.constexpr, L2: tl.constexpr, L3: tl.constexpr):
+        w1 = _load_vector(w1_ptr, k, N1, L1[0], L1[1], L1[2])
+        b1 = _load_vector(b1_ptr, k, N1, L1[0], L1[1], L1[2])
+        w2 = _load_matrix(w2_ptr, k, N1, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
+        b2 = _load_vector(b2_ptr, k, N2, L2[0], L2[1], L2[2])
+        w3 = _load_matrix(w3_ptr, k, N2, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
+        b3 = _load_vector(b3_ptr, k, N3, L3[0], L3[1], L3[2])
+        return w1, b1, w2, b2, w3, b3
+
+    @triton.jit
+    def _descriptor_t_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
+                             w3_ptr, b3_ptr, t_ptr, nnei, nstat, inv_nnei,
+                             N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
+                             L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
+                             NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, BLOCK: tl.constexpr,
+                             MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
+        centre = tl.program_id(0).to(tl.int64)
+        ctype = tl.load(type_ptr + centre)
+        col, col_ok = _columns(L3[0], L3[1], L3[2])
+        t0 = tl.zeros((L3[0],), dtype=rij_ptr.dtype.element_ty)
+        t1, t2, t3 = t0, t0, t0
+        for b in range(NTYPES):
+            k = b if ONE_SIDE else ctype + b * NTYPES
+            start = tl.load(starts_ptr + b)
+            length = tl.load(starts_ptr + b + 1) - start
+            w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1, N2, N3,
+                                                  L1, L2, L3)
+            for j0 in range(0, MAX_SEL, BLOCK):
+                if j0 < length:
+                    rows = j0 + tl.arange(0, BLOCK)
+                    live = rows < length
+                    slot = start + rows
+                    x, y, z, _, inv, w, _, st = _slot_rows(rij_ptr, geo_ptr, centre, ctype, slot, live,
+                                                            nnei)
+                    s = _normalised(w * inv, stat_ptr, st, 0, live, nstat)
+                    g = _tanh(s[:, None] * w1[None, :] + b1[None, :])
+                    g = _dense(_dense(g, w2, b2, SKIP2, PRECISION), w3, b3, SKIP3, PRECISION)
+                    t0 += tl.sum(s[:, None] * g, axis=0)
+                    t1 += tl.sum(_normalised(x * w * inv * inv, stat_ptr, st, 1, live, nstat)[:, None] * g, axis=0)
+                    t2 += tl.sum(_normalised(y * w * inv * inv, stat_ptr, st, 2, live, nstat)[:, None] * g, axis=0)
+                    t3 += tl.sum(_normalised(z * w * inv * inv, stat_ptr, st, 3, live, nstat)[:, None] * g, axis=0)
+        out = t_ptr + centre * 4 * N3 + col
+        tl.store(out, t0 * inv_nnei, mask=col_ok)
+        tl.store(out + N3, t1 * inv_nnei, mask=col_ok)
+        tl.store(out + 2 * N3, t2 * inv_nnei, mask=col_ok)
+        tl.store(out + 3 * N3, t3 * inv_nnei, mask=col_ok)
+
+    @triton.jit
+    def _pair_grad_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
+                          w3_ptr, b3_ptr, tbar_ptr, grad_ptr, nnei, nstat,
+                          N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
+                          L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
+                          NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, BLOCK: tl.constexpr,
+                          MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
+        # t_bar arrives divided by nnei: r_bar_j = t_bar G_j^T, s_bar_j = (R_j t_bar) . dG_j
+        centre = tl.program_id(0).to(tl.int64)
+        ctype = tl.load(type_ptr + centre)
+        col, col_ok = _columns(L3[0], L3[1], L3[2])
+        tb = tbar_ptr + centre * 4 * N3 + col
+        tb0 = tl.load(tb, mask=col_ok, other=0.0)
+        tb1 = tl.load(tb + N3, mask=col_ok, other=0.0)
+        tb2 = tl.load(tb + 2 * N3, mask=col_ok, other=0.0)
+        tb3 = tl.load(tb + 3 * N3, mask=col_ok, other=0.0)
+        for b in range(NTYPES):
+            k = b if ONE_SIDE else ctype + b * NTYPES
+            start = tl.load(starts_ptr + b)
+            length = tl.load(starts_ptr + b + 1) - start
+            w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1, N2, N3,
+                                                  L1, L2, L3)
+            for j0 in range(0, MAX_SEL, BLOCK):
+                if j0 < length:
+                    rows = j0 + tl.arange(0, BLOCK)
+                    live = rows < length
+                    slot = start + rows
+                    x, y, z, r, inv, w, dw, st = _slot_rows(rij_ptr, geo_ptr, centre, ctype, slot, live,
+                                                            nnei)
+                    s = _normalised(w * inv, stat_ptr, st, 0, live, nstat)
+                    rx = _normalised(x * w * inv * inv, stat_ptr, st, 1, live, nstat)
+                    ry = _normalised(y * w * inv * inv, stat_ptr, st, 2, live, nstat)
+                    rz = _normalised(z * w * inv * inv, stat_ptr, st, 3, live, nstat)
+                    g = _tanh(s[:, None] * w1[None, :] + b1[None, :])
+                    dg = (1.0 - g * g) * w1[None, :]
+                    g, dg = _dense_jet(g, dg, w2, b2, SKIP2, PRECISION)[3:]
+                    g, dg = _dense_jet(g, dg, w3, b3, SKIP3, PRECISION)[3:]
+                    a = s[:, None] * tb0[None, :] + rx[:, None] * tb1[None, :] + ry[:, None] * tb2[None, :] \
+                        + rz[:, None] * tb3[None, :]
+                    q0 = tl.sum(g * tb0[None, :], axis=1) + tl.sum(a * dg, axis=1)
+                    q1 = tl.sum(g * tb1[None, :], axis=1)
+                    q2 = tl.sum(g * tb2[None, :], axis=1)
+                    q3 = tl.sum(g * tb3[None, :], axis=1)
+                    _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, r, inv, w,
+                                     dw, q0, q1, q2, q3)
+
+    @triton.jit
+    def _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, r, inv, w, dw,
+                         q0, q1, q2, q3):
+        """dE/dr_ij from dE/dR_ij (q, normalised rows) through 1/dstd, R~ = w [1/(r+p), r_ij/(r+p)^2]."""
+        q0 = q0 * tl.load(stat_ptr + nstat + st, mask=live, other=0.0)
+        q1 = q1 * tl.load(stat_ptr + nstat + st + 1, mask=live, other=0.0)
+        q2 = q2 * tl.load(stat_ptr + nstat + st + 2, mask=live, other=0.0)
+        q3 = q3 * tl.load(stat_ptr + nstat + st + 3, mask=live, other=0.0)
+        inv2 = inv * inv
+        radial = q0 * (dw * inv - w * inv2) + (q1 * x + q2 * y + q3 * z) * (dw * inv2 - 2.0 * w * inv2 * inv)
+        radial = radial / r
+        at = (centre * nnei + slot) * 3
+        tl.store(grad_ptr + at, radial * x + q1 * w * inv2, mask=live)
+        tl.store(grad_ptr + at + 1, radial * y + q2 * w * inv2, mask=live)
+        tl.store(grad_ptr + at + 2, radial * z + q3 * w * inv2, mask=live)
 
 
-def unfusable_reason(model, device):
-    return "not implemented yet"
+def unfusable_reason(model, device: torch.device) -> str | None:
+    """Why the fused inference kernels cannot evaluate `model` on `device`, or None when they can."""
+    d = model.descriptor
+    if not embedding.triton_available(device):
+        return "they need Triton and a CUDA device (or TRITON_INTERPRET=1 on a CPU)"
+    if not embedding.fusable(d):
+        return "the embedding nets are not 3-layer tanh nets without resnet_dt"
+    if d.exclude_types:
+        return "the descriptor has exclude_types"
+    if not analytic.supports(model):
+        return f"the fitting activation {model.fitting.activation_function!r} has no hand-written derivative"
+    if d.dtype not in (torch.float32, torch.float64):
+        return f"descriptor precision {d.dtype}"
+    return None
 
 
-def fused_pair_stage(*args):
-    raise NotImplementedError
+@functools.cache
+def _block_starts(sel: tuple[int, ...], device: torch.device) -> Tensor:
+    """Block starts, made once per device (no host-to-device copy inside a CUDA-graph capture)."""
+    return torch.tensor([0, *accumulate(sel)], dtype=torch.int32, device=device)
+
+
+def _launch_args(d, rij: Tensor, center_type: Tensor, precision: str) -> tuple[list, dict]:
+    """Tensor arguments shared by both kernels and their compile-time constants."""
+    params = [t for layer in d.nets.layers for t in (layer.matrix, layer.bias)]
+    stats = torch.stack([d.davg, 1.0 / d.dstd]).contiguous()  # (2, ntypes, nnei, 4)
+    geo = torch.tensor([d.rcut, d.rcut_smth, d.env_protection], dtype=d.dtype, device=rij.device)
+    tensors = [rij.contiguous(), center_type.to(torch.int32).contiguous(), stats, geo,
+               _block_starts(tuple(d.sel), rij.device), *params]
+    meta = embedding._launch_meta(params, d.sel, "ieee" if rij.dtype == torch.float64 else precision)
+    meta.update(NTYPES=d.ntypes, ONE_SIDE=d.type_one_side, BLOCK=BLOCK_ROWS, num_warps=NUM_WARPS)
+    return tensors, meta
+
+
+def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3") -> Tensor:
+    """T_i = sum_j R_ij^T G(s_ij) / nnei, (n, 4, M1), from pair vectors rij (n, nnei, 3) in the descriptor
+    precision (padded slots: a vector beyond rcut) and centre types (n,)."""
+    tensors, meta = _launch_args(d, rij, center_type, precision)
+    n, nnei = rij.shape[:2]
+    t_mat = rij.new_empty(n, 4, meta["N3"])
+    _descriptor_t_kernel[(n,)](*tensors, t_mat, nnei, d.davg.numel(), 1.0 / nnei, **meta)
+    return t_mat
+
+
+def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3") -> Tensor:
+    """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1), T as in `descriptor_t`."""
+    tensors, meta = _launch_args(d, rij, center_type, precision)
+    n, nnei = rij.shape[:2]
+    grad = torch.empty_like(rij)
+    t_bar = (t_bar / nnei).contiguous()
+    _pair_grad_kernel[(n,)](*tensors, t_bar, grad, nnei, d.davg.numel(), **meta)
+    return grad
+
+
+def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
+                     neighbor_type: Tensor) -> tuple[Tensor, Tensor]:
+    """Atomic energies (n,) float64 and dE/dr_ij (n, nnei, 3): the `deeppot.infer.evaluate` pair stage."""
+    d = model.descriptor
+    t_mat = descriptor_t(d, rij, center_type)
+    desc = analytic.descriptor_from_t(t_mat, d.axis_neuron)
+    energy, d_desc = analytic.atomic_energy_and_grad(model.fitting, desc[None].to(torch.float64), center_type[None])
+    n, _, m1 = t_mat.shape
+    t_bar = analytic.t_bar_from_desc_grad(d_desc[0].to(d.dtype).reshape(n, m1, -1), t_mat)
+    return energy[0], pair_grad_from_t_bar(d, rij, center_type, t_bar)

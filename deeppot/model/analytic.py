@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from itertools import accumulate
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -150,10 +151,26 @@ def embed_all(d, rr: Tensor, center_type: Tensor) -> tuple[Tensor, Tensor]:
     return torch.cat(g_parts, dim=2), torch.cat(dg_parts, dim=2)
 
 
-def energy_and_pair_grad(model, rij: Tensor, nlist: Tensor, center_type: Tensor,
-                         neighbor_type: Tensor) -> tuple[Tensor, Tensor]:
-    """Atomic energies (nf, nloc) float64 and g = dE/dr_ij (nf, nloc, nnei, 3), all differentiable."""
-    d = model.descriptor
+class EnvRows(NamedTuple):
+    """The normalised environment matrix of every slot and the geometry its derivative needs.
+
+    rr (nf, nloc, nnei, 4) normalised (and exclusion-masked) rows; x (..., 3) pair vectors in the descriptor
+    precision; r, inv = 1/(r + p), w and dw = switch and its derivative, (..., 1); scale = 1/dstd of the centre's
+    type (..., nnei, 4); keep (..., 1) the exclusion mask or None.
+    """
+
+    rr: Tensor
+    x: Tensor
+    r: Tensor
+    inv: Tensor
+    w: Tensor
+    dw: Tensor
+    scale: Tensor
+    keep: Tensor | None
+
+
+def env_rows(d, rij: Tensor, nlist: Tensor, center_type: Tensor, neighbor_type: Tensor) -> EnvRows:
+    """Environment matrix rows of every slot (spec §4.2), keeping the pieces of its derivative."""
     x = rij.to(d.dtype)
     mask = (nlist >= 0)[..., None]
     r = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
@@ -167,25 +184,49 @@ def energy_and_pair_grad(model, rij: Tensor, nlist: Tensor, center_type: Tensor,
     rr = (raw - d.davg[center_type]) * scale
     if keep is not None:
         rr = rr * keep
-    # descriptor
-    nnei, m2 = sum(d.sel), d.axis_neuron
-    g, dg = model.embed_fn(d, rr, center_type)
-    t_mat = torch.einsum("fnjc,fnjm->fncm", rr, g) / nnei
-    desc = torch.einsum("fncm,fnck->fnmk", t_mat, t_mat[..., :m2]).reshape(*t_mat.shape[:2], -1)
-    energy, d_desc = atomic_energy_and_grad(model.fitting, desc.to(torch.float64), center_type)
-    # dE/dT from D = T^T T<: both factors of T contribute
-    d_desc = d_desc.to(d.dtype).reshape(*t_mat.shape[:2], t_mat.shape[-1], m2)
-    t_bar = torch.einsum("fnmk,fnck->fncm", d_desc, t_mat[..., :m2])
-    t_bar = t_bar + torch.nn.functional.pad(torch.einsum("fnam,fnca->fncm", d_desc, t_mat), (0, t_mat.shape[-1] - m2))
-    # dE/dR_j: through R_j directly, and through s_j = R_j0 inside G
+    return EnvRows(rr, x, r, inv, w, dw, scale, keep)
+
+
+def descriptor_from_t(t_mat: Tensor, m2: int) -> Tensor:
+    """D = T^T T< per atom: t_mat (..., 4, M1) -> (..., M1 * m2)."""
+    return torch.einsum("...cm,...ck->...mk", t_mat, t_mat[..., :m2]).reshape(*t_mat.shape[:-2], -1)
+
+
+def t_bar_from_desc_grad(d_desc: Tensor, t_mat: Tensor) -> Tensor:
+    """dE/dT from dE/dD (..., M1, m2) for D = T^T T<: both factors of T contribute. -> (..., 4, M1)."""
+    m2 = d_desc.shape[-1]
+    t_bar = torch.einsum("...mk,...ck->...cm", d_desc, t_mat[..., :m2])
+    return t_bar + torch.nn.functional.pad(torch.einsum("...am,...ca->...cm", d_desc, t_mat),
+                                           (0, t_mat.shape[-1] - m2))
+
+
+def pair_grad(d, rows: EnvRows, g: Tensor, dg: Tensor, t_bar: Tensor) -> Tensor:
+    """dE/dr_ij (nf, nloc, nnei, 3) from dE/dT (nf, nloc, 4, M1), with T = sum_j R_j^T G(s_j) / nnei.
+
+    Through R_j directly and through s_j = R_j0 inside G (dg = dG/ds), then the normalisation and the switch.
+    """
+    nnei = sum(d.sel)
     r_bar = torch.einsum("fncm,fnjm->fnjc", t_bar, g) / nnei
-    s_bar = (torch.einsum("fncm,fnjc->fnjm", t_bar, rr) * dg).sum(-1, keepdim=True) / nnei
+    s_bar = (torch.einsum("fncm,fnjc->fnjm", t_bar, rows.rr) * dg).sum(-1, keepdim=True) / nnei
     r_bar = r_bar + torch.nn.functional.pad(s_bar, (0, 3))
-    if keep is not None:
-        r_bar = r_bar * keep
-    q = r_bar * scale  # dE/dR~ (the un-normalised rows)
+    if rows.keep is not None:
+        r_bar = r_bar * rows.keep
+    q = r_bar * rows.scale  # dE/dR~ (the un-normalised rows)
+    x, r, inv, w, dw = rows.x, rows.r, rows.inv, rows.w, rows.dw
     # dE/dr_ij through R~ = w [1/(r+p), r_ij/(r+p)^2]
     radial = q[..., :1] * (dw * inv - w * inv * inv) + (q[..., 1:] * x).sum(-1, keepdim=True) * (
         dw * inv * inv - 2.0 * w * inv * inv * inv)
-    grad = radial * x / r + q[..., 1:] * (w * inv * inv)
-    return energy, grad
+    return radial * x / r + q[..., 1:] * (w * inv * inv)
+
+
+def energy_and_pair_grad(model, rij: Tensor, nlist: Tensor, center_type: Tensor,
+                         neighbor_type: Tensor) -> tuple[Tensor, Tensor]:
+    """Atomic energies (nf, nloc) float64 and g = dE/dr_ij (nf, nloc, nnei, 3), all differentiable."""
+    d = model.descriptor
+    rows = env_rows(d, rij, nlist, center_type, neighbor_type)
+    g, dg = model.embed_fn(d, rows.rr, center_type)
+    t_mat = torch.einsum("fnjc,fnjm->fncm", rows.rr, g) / sum(d.sel)
+    desc = descriptor_from_t(t_mat, d.axis_neuron)
+    energy, d_desc = atomic_energy_and_grad(model.fitting, desc.to(torch.float64), center_type)
+    t_bar = t_bar_from_desc_grad(d_desc.to(d.dtype).reshape(*t_mat.shape[:2], t_mat.shape[-1], -1), t_mat)
+    return energy, pair_grad(d, rows, g, dg, t_bar)
