@@ -1,0 +1,105 @@
+"""Where inference time goes: the fused pair stage split into its parts, and kernel tile variants.
+
+One JSON line per measurement. Water supercells (replicas of examples/water data_0 frame 0), the water benchmark
+model with random weights. Usage (GPU): python benchmarks/infer_profile.py --reps 4 8 --out profile.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from deeppot.infer import Evaluator
+from deeppot.infer.evaluate import evaluate_flat
+from deeppot.kernels import descriptor as kernels
+from deeppot.model import EnergyModel, analytic
+
+ROOT = Path(__file__).resolve().parents[1]
+WATER = ROOT / "examples" / "water" / "data" / "data_0"
+WATER_MODEL = {"type_map": ["O", "H"],
+               "descriptor": {"type": "se_e2_a", "sel": [46, 92], "rcut": 6.0, "rcut_smth": 0.5,
+                              "neuron": [25, 50, 100], "axis_neuron": 16, "seed": 1},
+               "fitting_net": {"neuron": [240, 240, 240], "resnet_dt": True, "seed": 1}}
+
+
+def water_supercell(reps: int, device: torch.device):
+    coord = np.load(WATER / "set.000" / "coord.npy")[0].reshape(-1, 3)
+    box = np.load(WATER / "set.000" / "box.npy")[0].reshape(3, 3)
+    atype = np.loadtxt(WATER / "type.raw", dtype=np.int64)
+    shifts = np.array([[i, j, k] for i in range(reps) for j in range(reps) for k in range(reps)]) @ box
+    coord = (coord[None] + shifts[:, None]).reshape(1, -1, 3)
+    as_t = lambda a, dt: torch.as_tensor(a, dtype=dt, device=device)  # noqa: E731
+    return as_t(coord, torch.float64), as_t(np.tile(atype, reps**3)[None], torch.long), \
+        as_t((box * reps)[None], torch.float64)
+
+
+def timed(fn, repeat: int = 3) -> float:
+    """Milliseconds per call after one warm-up call."""
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / repeat * 1e3
+
+
+def stage_parts(model: EnergyModel, flat, n: int) -> dict[str, float]:
+    """ms of each part of the fused stage on the first n centres."""
+    d = model.descriptor
+    rij = flat.pair_vectors(0, n, model.rcut).to(d.dtype)
+    ct = flat.center_type[:n]
+    t_mat = kernels.descriptor_t(d, rij, ct)
+    desc = analytic.descriptor_from_t(t_mat, d.axis_neuron)[None].to(torch.float64)
+    _, d_desc = analytic.atomic_energy_and_grad(model.fitting, desc, ct[None])
+    t_bar = analytic.t_bar_from_desc_grad(d_desc[0].to(d.dtype).reshape(n, t_mat.shape[-1], -1), t_mat)
+    return {"pair_vectors_ms": timed(lambda: flat.pair_vectors(0, n, model.rcut).to(d.dtype)),
+            "descriptor_t_ms": timed(lambda: kernels.descriptor_t(d, rij, ct)),
+            "fitting_ms": timed(lambda: analytic.atomic_energy_and_grad(model.fitting, desc, ct[None])),
+            "pair_grad_ms": timed(lambda: kernels.pair_grad_from_t_bar(d, rij, ct, t_bar))}
+
+
+def profile(precision: str, reps: int, variants: list[tuple[int, int]], device: torch.device) -> list[dict]:
+    cfg = json.loads(json.dumps(WATER_MODEL))
+    cfg["descriptor"]["precision"] = cfg["fitting_net"]["precision"] = precision
+    ev = Evaluator(EnergyModel.from_config(cfg), device)
+    coord, atype, box = water_supercell(reps, device)
+    n = coord.shape[1]
+    base = {"case": f"water:{precision}:{n}", "gpu": torch.cuda.get_device_name(device), "chunk": ev.chunk_atoms}
+    rows = [{**base, "nlist_build_ms": timed(lambda: ev.neighbors(coord, atype, box), 1)}]
+    flat = ev.neighbors(coord, atype, box)
+    rows.append({**base, **stage_parts(ev.model, flat, min(n, ev.chunk_atoms))})
+    for block, warps in variants:
+        kernels.BLOCK_ROWS, kernels.NUM_WARPS = block, warps
+        torch.cuda.reset_peak_memory_stats(device)
+        ms = timed(lambda: evaluate_flat(ev.model, flat, ev.chunk_atoms, ev.pair_stage))
+        rows.append({**base, "block": block, "warps": warps, "ms_per_step": ms, "atom_steps_per_s": n / ms * 1e3,
+                     "peak_mem_MiB": torch.cuda.max_memory_allocated(device) / 2**20})
+    return rows
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--reps", type=int, nargs="+", default=[4, 8])
+    p.add_argument("--precisions", nargs="+", default=["float32", "float64"])
+    p.add_argument("--variants", nargs="+", default=["32x4", "16x4", "32x8", "64x8"], help="BLOCKxWARPS")
+    p.add_argument("--out", default=None)
+    args = p.parse_args()
+    variants = [tuple(int(x) for x in v.split("x")) for v in args.variants]
+    for precision in args.precisions:
+        for reps in args.reps:
+            for row in profile(precision, reps, variants, torch.device("cuda")):
+                line = json.dumps(row)
+                print(line, flush=True)
+                if args.out:
+                    with open(args.out, "a") as f:
+                        f.write(line + "\n")
+
+
+if __name__ == "__main__":
+    main()
