@@ -44,11 +44,19 @@ if embedding.triton is not None:
         return a
 
     @triton.jit
-    def _slot_rows(rij_ptr, geo_ptr, centre, ctype, slot, live, nnei):
-        """Pair vector, switch and normalised environment-matrix row of BLOCK slots of one centre.
+    def _normalised(value, stat_ptr, st, c, live, nstat):
+        """(value - davg) / dstd for column c; 0 on rows that are not live."""
+        avg = tl.load(stat_ptr + st + c, mask=live, other=0.0)
+        scale = tl.load(stat_ptr + nstat + st + c, mask=live, other=0.0)
+        return (value - avg) * scale
 
-        geo = (rcut, rcut_smth, env_protection) in the model's precision. Rows past the block (not live) read a
-        dummy vector beyond rcut and give zero rows.
+    @triton.jit
+    def _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei, nstat):
+        """Normalised environment-matrix rows (s, rx, ry, rz) of BLOCK slots of one centre, with the pair vector,
+        1/(r+p), switch w and dw/dr, and the offset st of the slots' statistics.
+
+        geo = (rcut, rcut_smth, env_protection, 1/nnei) in the model's precision; stats = (davg, 1/dstd). Rows past
+        the block (not live) read a dummy vector beyond rcut and give zero rows.
         """
         rcut, rcut_smth, prot = tl.load(geo_ptr), tl.load(geo_ptr + 1), tl.load(geo_ptr + 2)
         at = (centre * nnei + slot) * 3
@@ -60,15 +68,12 @@ if embedding.triton is not None:
         w = u * u * u * (-6.0 * u * u + 15.0 * u - 10.0) + 1.0
         dw = -30.0 * u * u * (u - 1.0) * (u - 1.0) / (rcut - rcut_smth)
         inv = 1.0 / (r + prot)
-        st = (ctype * nnei + slot) * 4  # row of davg (stats[0]) and 1/dstd (stats[1]) of this centre type and slot
-        return x, y, z, r, inv, w, dw, st
-
-    @triton.jit
-    def _normalised(value, stat_ptr, st, c, live, nstat):
-        """(value - davg) / dstd for column c; 0 on rows that are not live."""
-        avg = tl.load(stat_ptr + st + c, mask=live, other=0.0)
-        scale = tl.load(stat_ptr + nstat + st + c, mask=live, other=0.0)
-        return (value - avg) * scale
+        st = (ctype * nnei + slot) * 4
+        s = _normalised(w * inv, stat_ptr, st, 0, live, nstat)
+        rx = _normalised(x * w * inv * inv, stat_ptr, st, 1, live, nstat)
+        ry = _normalised(y * w * inv * inv, stat_ptr, st, 2, live, nstat)
+        rz = _normalised(z * w * inv * inv, stat_ptr, st, 3, live, nstat)
+        return s, rx, ry, rz, x, y, z, inv, w, dw, st
 
     @triton.jit
     def _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1: tl.constexpr, N2: tl.constexpr,
@@ -83,7 +88,7 @@ if embedding.triton is not None:
 
     @triton.jit
     def _descriptor_t_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
-                             w3_ptr, b3_ptr, t_ptr, nnei, nstat, inv_nnei,
+                             w3_ptr, b3_ptr, t_ptr, nnei, nstat,
                              N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
                              L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                              NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, BLOCK: tl.constexpr,
@@ -91,8 +96,10 @@ if embedding.triton is not None:
         centre = tl.program_id(0).to(tl.int64)
         ctype = tl.load(type_ptr + centre)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
-        t0 = tl.zeros((L3[0],), dtype=rij_ptr.dtype.element_ty)
-        t1, t2, t3 = t0, t0, t0
+        # T (4 x M1) accumulates as rows 0-3 of a 16-row GEMM, R^T (16 x BLOCK, rows 4-15 zero) @ G: tensor
+        # cores instead of a cross-warp column reduction per chunk
+        four = tl.arange(0, 16)[:, None]
+        acc = (four + col[None, :] * 0).to(rij_ptr.dtype.element_ty) * 0.0
         for b in range(NTYPES):
             k = b if ONE_SIDE else ctype + b * NTYPES
             start = tl.load(starts_ptr + b)
@@ -104,20 +111,15 @@ if embedding.triton is not None:
                     rows = j0 + tl.arange(0, BLOCK)
                     live = rows < length
                     slot = start + rows
-                    x, y, z, _, inv, w, _, st = _slot_rows(rij_ptr, geo_ptr, centre, ctype, slot, live,
-                                                            nnei)
-                    s = _normalised(w * inv, stat_ptr, st, 0, live, nstat)
+                    s, rx, ry, rz = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei, nstat)[:4]
                     g = _tanh(s[:, None] * w1[None, :] + b1[None, :])
                     g = _dense(_dense(g, w2, b2, SKIP2, PRECISION), w3, b3, SKIP3, PRECISION)
-                    t0 += tl.sum(s[:, None] * g, axis=0)
-                    t1 += tl.sum(_normalised(x * w * inv * inv, stat_ptr, st, 1, live, nstat)[:, None] * g, axis=0)
-                    t2 += tl.sum(_normalised(y * w * inv * inv, stat_ptr, st, 2, live, nstat)[:, None] * g, axis=0)
-                    t3 += tl.sum(_normalised(z * w * inv * inv, stat_ptr, st, 3, live, nstat)[:, None] * g, axis=0)
+                    rt = tl.where(four == 0, s[None, :], tl.where(four == 1, rx[None, :], tl.where(
+                        four == 2, ry[None, :], tl.where(four == 3, rz[None, :], 0.0))))
+                    acc += tl.dot(rt, g, input_precision=PRECISION)
         out = t_ptr + centre * 4 * N3 + col
-        tl.store(out, t0 * inv_nnei, mask=col_ok)
-        tl.store(out + N3, t1 * inv_nnei, mask=col_ok)
-        tl.store(out + 2 * N3, t2 * inv_nnei, mask=col_ok)
-        tl.store(out + 3 * N3, t3 * inv_nnei, mask=col_ok)
+        for c in tl.static_range(4):
+            tl.store(out + c * N3, tl.sum(tl.where(four == c, acc, 0.0), axis=0) * tl.load(geo_ptr + 3), mask=col_ok)
 
     @triton.jit
     def _pair_grad_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
@@ -126,15 +128,14 @@ if embedding.triton is not None:
                           L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                           NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, BLOCK: tl.constexpr,
                           MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
-        # t_bar arrives divided by nnei: r_bar_j = t_bar G_j^T, s_bar_j = (R_j t_bar) . dG_j
+        # t_bar arrives divided by nnei: r_bar_j = G_j t_bar^T, s_bar_j = R_j . (dG_j t_bar^T); both products as
+        # GEMMs with t_bar^T padded to 16 columns (columns 4-15 zero)
         centre = tl.program_id(0).to(tl.int64)
         ctype = tl.load(type_ptr + centre)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
-        tb = tbar_ptr + centre * 4 * N3 + col
-        tb0 = tl.load(tb, mask=col_ok, other=0.0)
-        tb1 = tl.load(tb + N3, mask=col_ok, other=0.0)
-        tb2 = tl.load(tb + 2 * N3, mask=col_ok, other=0.0)
-        tb3 = tl.load(tb + 3 * N3, mask=col_ok, other=0.0)
+        four = tl.arange(0, 16)[None, :]
+        tb = tbar_ptr + centre * 4 * N3 + col[:, None] + four * N3
+        tbt = tl.load(tb, mask=col_ok[:, None] & (four < 4), other=0.0)  # (P3, 16)
         for b in range(NTYPES):
             k = b if ONE_SIDE else ctype + b * NTYPES
             start = tl.load(starts_ptr + b)
@@ -146,36 +147,33 @@ if embedding.triton is not None:
                     rows = j0 + tl.arange(0, BLOCK)
                     live = rows < length
                     slot = start + rows
-                    x, y, z, r, inv, w, dw, st = _slot_rows(rij_ptr, geo_ptr, centre, ctype, slot, live,
-                                                            nnei)
-                    s = _normalised(w * inv, stat_ptr, st, 0, live, nstat)
-                    rx = _normalised(x * w * inv * inv, stat_ptr, st, 1, live, nstat)
-                    ry = _normalised(y * w * inv * inv, stat_ptr, st, 2, live, nstat)
-                    rz = _normalised(z * w * inv * inv, stat_ptr, st, 3, live, nstat)
+                    s, rx, ry, rz, x, y, z, inv, w, dw, st = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype,
+                                                                         slot, live, nnei, nstat)
                     g = _tanh(s[:, None] * w1[None, :] + b1[None, :])
                     dg = (1.0 - g * g) * w1[None, :]
                     g, dg = _dense_jet(g, dg, w2, b2, SKIP2, PRECISION)[3:]
                     g, dg = _dense_jet(g, dg, w3, b3, SKIP3, PRECISION)[3:]
-                    a = s[:, None] * tb0[None, :] + rx[:, None] * tb1[None, :] + ry[:, None] * tb2[None, :] \
-                        + rz[:, None] * tb3[None, :]
-                    q0 = tl.sum(g * tb0[None, :], axis=1) + tl.sum(a * dg, axis=1)
-                    q1 = tl.sum(g * tb1[None, :], axis=1)
-                    q2 = tl.sum(g * tb2[None, :], axis=1)
-                    q3 = tl.sum(g * tb3[None, :], axis=1)
-                    _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, r, inv, w,
-                                     dw, q0, q1, q2, q3)
+                    q = tl.dot(g, tbt, input_precision=PRECISION)  # (BLOCK, 16)
+                    rr = tl.where(four == 0, s[:, None], tl.where(four == 1, rx[:, None], tl.where(
+                        four == 2, ry[:, None], tl.where(four == 3, rz[:, None], 0.0))))
+                    s_bar = tl.sum(rr * tl.dot(dg, tbt, input_precision=PRECISION), axis=1)
+                    q = tl.where(four == 0, q + s_bar[:, None], q)
+                    _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, inv, w, dw,
+                                     q, four)
 
     @triton.jit
-    def _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, r, inv, w, dw,
-                         q0, q1, q2, q3):
-        """dE/dr_ij from dE/dR_ij (q, normalised rows) through 1/dstd, R~ = w [1/(r+p), r_ij/(r+p)^2]."""
-        q0 = q0 * tl.load(stat_ptr + nstat + st, mask=live, other=0.0)
-        q1 = q1 * tl.load(stat_ptr + nstat + st + 1, mask=live, other=0.0)
-        q2 = q2 * tl.load(stat_ptr + nstat + st + 2, mask=live, other=0.0)
-        q3 = q3 * tl.load(stat_ptr + nstat + st + 3, mask=live, other=0.0)
+    def _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, inv, w, dw, q, four):
+        """dE/dr_ij from dE/dR_ij (columns 0-3 of q, normalised rows) through 1/dstd and
+        R~ = w [1/(r+p), r_ij/(r+p)^2]."""
+        scale = tl.load(stat_ptr + nstat + st[:, None] + four, mask=live[:, None] & (four < 4), other=0.0)
+        q = q * scale
+        q0 = tl.sum(tl.where(four == 0, q, 0.0), axis=1)
+        q1 = tl.sum(tl.where(four == 1, q, 0.0), axis=1)
+        q2 = tl.sum(tl.where(four == 2, q, 0.0), axis=1)
+        q3 = tl.sum(tl.where(four == 3, q, 0.0), axis=1)
         inv2 = inv * inv
         radial = q0 * (dw * inv - w * inv2) + (q1 * x + q2 * y + q3 * z) * (dw * inv2 - 2.0 * w * inv2 * inv)
-        radial = radial / r
+        radial = radial / tl.sqrt(x * x + y * y + z * z)
         at = (centre * nnei + slot) * 3
         tl.store(grad_ptr + at, radial * x + q1 * w * inv2, mask=live)
         tl.store(grad_ptr + at + 1, radial * y + q2 * w * inv2, mask=live)
@@ -208,7 +206,8 @@ def _launch_args(d, rij: Tensor, center_type: Tensor, precision: str) -> tuple[l
     """Tensor arguments shared by both kernels and their compile-time constants."""
     params = [t for layer in d.nets.layers for t in (layer.matrix, layer.bias)]
     stats = torch.stack([d.davg, 1.0 / d.dstd]).contiguous()  # (2, ntypes, nnei, 4)
-    geo = torch.tensor([d.rcut, d.rcut_smth, d.env_protection], dtype=d.dtype, device=rij.device)
+    nnei = sum(d.sel)
+    geo = torch.tensor([d.rcut, d.rcut_smth, d.env_protection, 1.0 / nnei], dtype=d.dtype, device=rij.device)
     tensors = [rij.contiguous(), center_type.to(torch.int32).contiguous(), stats, geo,
                _block_starts(tuple(d.sel), rij.device), *params]
     meta = embedding._launch_meta(params, d.sel, "ieee" if rij.dtype == torch.float64 else precision)
@@ -222,7 +221,7 @@ def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3")
     tensors, meta = _launch_args(d, rij, center_type, precision)
     n, nnei = rij.shape[:2]
     t_mat = rij.new_empty(n, 4, meta["N3"])
-    _descriptor_t_kernel[(n,)](*tensors, t_mat, nnei, d.davg.numel(), 1.0 / nnei, **meta)
+    _descriptor_t_kernel[(n,)](*tensors, t_mat, nnei, d.davg.numel(), **meta)
     return t_mat
 
 
@@ -238,11 +237,15 @@ def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, pre
 
 def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
                      neighbor_type: Tensor) -> tuple[Tensor, Tensor]:
-    """Atomic energies (n,) float64 and dE/dr_ij (n, nnei, 3): the `deeppot.infer.evaluate` pair stage."""
+    """Atomic energies (n,) float64 and dE/dr_ij (n, nnei, 3): the `deeppot.infer.evaluate` pair stage.
+
+    The fitting nets run on their own type's atoms (ntypes host syncs a chunk, for the index lists).
+    """
     d = model.descriptor
     t_mat = descriptor_t(d, rij, center_type)
-    desc = analytic.descriptor_from_t(t_mat, d.axis_neuron)
-    energy, d_desc = analytic.atomic_energy_and_grad(model.fitting, desc[None].to(torch.float64), center_type[None])
+    desc = analytic.descriptor_from_t(t_mat, d.axis_neuron)[None].to(torch.float64)
+    groups = [torch.nonzero(center_type == t).reshape(-1) for t in range(d.ntypes)] if d.ntypes > 1 else None
+    energy, d_desc = analytic.atomic_energy_and_grad(model.fitting, desc, center_type[None], groups)
     n, _, m1 = t_mat.shape
     t_bar = analytic.t_bar_from_desc_grad(d_desc[0].to(d.dtype).reshape(n, m1, -1), t_mat)
     return energy[0], pair_grad_from_t_bar(d, rij, center_type, t_bar)
