@@ -78,7 +78,7 @@ def profile(precision: str, reps: int, variants: list[tuple[int, int]], device: 
     flat = ev.neighbors(coord, atype, box)
     rows.append({**base, **stage_parts(ev.model, flat, min(n, ev.chunk_atoms))})
     for block, warps in variants:
-        kernels.BLOCK_ROWS, kernels.NUM_WARPS = block, warps
+        kernels.TILES["t"] = (block, warps)
         torch.cuda.reset_peak_memory_stats(device)
         ms = timed(lambda: evaluate_flat(ev.model, flat, ev.chunk_atoms, ev.pair_stage))
         rows.append({**base, "block": block, "warps": warps, "ms_per_step": ms, "atom_steps_per_s": n / ms * 1e3,
@@ -90,10 +90,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--reps", type=int, nargs="+", default=[4, 8])
     p.add_argument("--precisions", nargs="+", default=["float32", "float64"])
-    p.add_argument("--variants", nargs="+", default=["16x4", "16x8", "32x4", "32x8"], help="BLOCKxWARPS")
+    p.add_argument("--variants", nargs="+", default=["32x4", "16x4", "64x4"], help="BLOCKxWARPS of the T kernel")
     p.add_argument("--out", default=None)
     args = p.parse_args()
     variants = [tuple(int(x) for x in v.split("x")) for v in args.variants]
+    torch.set_grad_enabled(False)
     for precision in args.precisions:
         for reps in args.reps:
             for row in profile(precision, reps, variants, torch.device("cuda")):

@@ -93,6 +93,19 @@ def _plot(args: argparse.Namespace) -> None:
     log.info("learning curves written to %s", args.output)
 
 
+def _model_devi(args: argparse.Namespace) -> None:
+    from deeppot.infer.model_devi import make_model_devi
+
+    if args.set_prefix != "set":
+        log.warning("-S/--set-prefix is deprecated and ignored (as in DeePMD-kit): sets are always set.*")
+    # like DeePMD-kit's format_model_suffix: a name without a model suffix gets the default one
+    suffixes = (".dp", ".yaml", ".yml", ".pt", ".pth")
+    models = [m if m.lower().endswith(suffixes) else m + ".dp" for m in args.models]
+    make_model_devi(models, args.system, args.output, args.frequency, real_error=args.real_error,
+                    atomic=args.atomic, relative=args.relative, relative_v=args.relative_v, device=args.device)
+    log.info("model deviation written to %s", args.output)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="deeppot", description="Fast Deep Potential training, DeePMD-kit compatible")
     parser.add_argument("-v", "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -139,6 +152,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("LCURVE", nargs="?", default="lcurve.out")
     p.add_argument("-o", "--output", default="lcurve.png")
     p.set_defaults(func=_plot)
+
+    p = sub.add_parser("model-devi", help="model deviation of an ensemble on systems, like `dp model-devi`")
+    p.add_argument("-m", "--models", nargs="+", default=[f"graph.00{i}" for i in range(4)],
+                   help="frozen models (.dp, .yaml, .pt); a name without a model suffix gets .dp")
+    p.add_argument("-s", "--system", default=".", help="system folder, searched recursively")
+    p.add_argument("-S", "--set-prefix", default="set", help="deprecated and ignored, as in DeePMD-kit")
+    p.add_argument("-o", "--output", default="model_devi.out", help="output file (appended to)")
+    p.add_argument("-f", "--frequency", type=int, default=1,
+                   help="steps between frames of the trajectory: the step column is frame index x frequency")
+    p.add_argument("--real_error", "--real-error", dest="real_error", action="store_true",
+                   help="RMS error of the models against the systems' labels instead of their deviation")
+    p.add_argument("--atomic", action="store_true", help="also write the force deviation of each atom")
+    p.add_argument("--relative", type=float, default=None, metavar="LEVEL",
+                   help="relative force deviation: eps_i / (|<F_i>| + LEVEL)")
+    p.add_argument("--relative_v", "--relative-v", dest="relative_v", type=float, default=None, metavar="LEVEL",
+                   help="relative virial deviation: eps_ab / (||<W/N>|| + LEVEL), one magnitude per frame")
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    p.set_defaults(func=_model_devi)
     return parser
 
 

@@ -112,13 +112,15 @@ class Evaluator:
 
     def evaluate_neighbors(self, flat: FlatNeighbors, atomic: bool = False) -> dict[str, Tensor]:
         """The outputs of `evaluate` from prebuilt neighbour data."""
-        return evaluate_flat(self.model, flat, self.chunk_atoms, self.pair_stage, atomic)
+        with torch.no_grad():
+            return evaluate_flat(self.model, flat, self.chunk_atoms, self.pair_stage, atomic)
 
 
 class DeepPot:
     """A Deep Potential for evaluation, like `deepmd.infer.DeepPot`.
 
-    model: a model file (.dp, .yaml, a deeppot or DeePMD-kit .pt checkpoint) or an `EnergyModel`.
+    model: a model file (.dp, .yaml, a deeppot or DeePMD-kit .pt checkpoint) or an `EnergyModel` (which is moved
+    to the device and put in eval mode, as `nn.Module.to` does).
     device: "cpu", "cuda", "cuda:N"; None picks a GPU when there is one. Other keywords go to `Evaluator`.
     """
 
@@ -158,6 +160,9 @@ class DeepPot:
         """
         if fparam is not None or aparam is not None:
             raise ValueError("this model takes no frame or atomic parameters (fparam/aparam)")
+        unknown = set(kwargs) - {"charge_spin", "efield"}  # DeePMD-kit's calculator passes charge_spin=None
+        if unknown or any(v is not None for v in kwargs.values()):
+            raise ValueError(f"DeepPot.eval: unsupported arguments {sorted(kwargs)} for an se_e2_a energy model")
         coord, atype, box = standard_input(coords, cells, atom_types, self.get_ntypes(), mixed_type)
         dev = self.evaluator.device
         out = self.evaluator.evaluate(torch.from_numpy(coord).to(dev), torch.from_numpy(atype).to(dev),
@@ -189,8 +194,8 @@ def standard_input(coords, cells, atom_types, ntypes: int,
                          f"for the {natoms} atoms of atom_types")
     coord = coord.reshape(-1, natoms, 3)
     nf = coord.shape[0]
-    atype = np.broadcast_to(atype.reshape(-1, natoms), (nf, natoms)) if atype.ndim == 1 or atype.shape[0] == 1 \
-        else atype
+    if atype.ndim == 1 or atype.shape[0] == 1:
+        atype = np.tile(atype.reshape(1, natoms), (nf, 1))
     if atype.shape[0] != nf:
         raise ValueError(f"atom_types has {atype.shape[0]} frames but coords has {nf}")
     _check_types(atype, ntypes)

@@ -26,8 +26,9 @@ from torch import Tensor
 from deeppot.kernels import embedding
 from deeppot.model import analytic
 
-BLOCK_ROWS = 32  # slots per chunk (GEMM M dimension)
-NUM_WARPS = 4
+# Slots per chunk (the GEMM M dimension) and warps of each kernel, measured fastest on an H100 (water, 1e4-1e5 atoms;
+# benchmarks/results/README.md): 32 x 4 for the T kernel, 16 x 4 for the gradient kernel (its jets need registers).
+TILES = {"t": (32, 4), "grad": (16, 4)}
 
 if embedding.triton is not None:
     import triton
@@ -128,14 +129,16 @@ if embedding.triton is not None:
                           L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                           NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, BLOCK: tl.constexpr,
                           MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
-        # t_bar arrives divided by nnei: r_bar_j = G_j t_bar^T, s_bar_j = R_j . (dG_j t_bar^T); both products as
-        # GEMMs with t_bar^T padded to 16 columns (columns 4-15 zero)
+        # t_bar arrives divided by nnei: r_bar_j = t_bar G_j^T, s_bar_j = (R_j t_bar) . dG_j (row reductions; the
+        # same products as padded GEMMs were measured 7-40x slower on an H100)
         centre = tl.program_id(0).to(tl.int64)
         ctype = tl.load(type_ptr + centre)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
-        four = tl.arange(0, 16)[None, :]
-        tb = tbar_ptr + centre * 4 * N3 + col[:, None] + four * N3
-        tbt = tl.load(tb, mask=col_ok[:, None] & (four < 4), other=0.0)  # (P3, 16)
+        tb = tbar_ptr + centre * 4 * N3 + col
+        tb0 = tl.load(tb, mask=col_ok, other=0.0)
+        tb1 = tl.load(tb + N3, mask=col_ok, other=0.0)
+        tb2 = tl.load(tb + 2 * N3, mask=col_ok, other=0.0)
+        tb3 = tl.load(tb + 3 * N3, mask=col_ok, other=0.0)
         for b in range(NTYPES):
             k = b if ONE_SIDE else ctype + b * NTYPES
             start = tl.load(starts_ptr + b)
@@ -153,24 +156,23 @@ if embedding.triton is not None:
                     dg = (1.0 - g * g) * w1[None, :]
                     g, dg = _dense_jet(g, dg, w2, b2, SKIP2, PRECISION)[3:]
                     g, dg = _dense_jet(g, dg, w3, b3, SKIP3, PRECISION)[3:]
-                    q = tl.dot(g, tbt, input_precision=PRECISION)  # (BLOCK, 16)
-                    rr = tl.where(four == 0, s[:, None], tl.where(four == 1, rx[:, None], tl.where(
-                        four == 2, ry[:, None], tl.where(four == 3, rz[:, None], 0.0))))
-                    s_bar = tl.sum(rr * tl.dot(dg, tbt, input_precision=PRECISION), axis=1)
-                    q = tl.where(four == 0, q + s_bar[:, None], q)
+                    a = s[:, None] * tb0[None, :] + rx[:, None] * tb1[None, :] + ry[:, None] * tb2[None, :] \
+                        + rz[:, None] * tb3[None, :]
+                    q0 = tl.sum(g * tb0[None, :], axis=1) + tl.sum(a * dg, axis=1)
+                    q1 = tl.sum(g * tb1[None, :], axis=1)
+                    q2 = tl.sum(g * tb2[None, :], axis=1)
+                    q3 = tl.sum(g * tb3[None, :], axis=1)
                     _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, inv, w, dw,
-                                     q, four)
+                                     q0, q1, q2, q3)
 
     @triton.jit
-    def _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, inv, w, dw, q, four):
-        """dE/dr_ij from dE/dR_ij (columns 0-3 of q, normalised rows) through 1/dstd and
-        R~ = w [1/(r+p), r_ij/(r+p)^2]."""
-        scale = tl.load(stat_ptr + nstat + st[:, None] + four, mask=live[:, None] & (four < 4), other=0.0)
-        q = q * scale
-        q0 = tl.sum(tl.where(four == 0, q, 0.0), axis=1)
-        q1 = tl.sum(tl.where(four == 1, q, 0.0), axis=1)
-        q2 = tl.sum(tl.where(four == 2, q, 0.0), axis=1)
-        q3 = tl.sum(tl.where(four == 3, q, 0.0), axis=1)
+    def _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, inv, w, dw,
+                         q0, q1, q2, q3):
+        """dE/dr_ij from dE/dR_ij (q, normalised rows) through 1/dstd and R~ = w [1/(r+p), r_ij/(r+p)^2]."""
+        q0 = q0 * tl.load(stat_ptr + nstat + st, mask=live, other=0.0)
+        q1 = q1 * tl.load(stat_ptr + nstat + st + 1, mask=live, other=0.0)
+        q2 = q2 * tl.load(stat_ptr + nstat + st + 2, mask=live, other=0.0)
+        q3 = q3 * tl.load(stat_ptr + nstat + st + 3, mask=live, other=0.0)
         inv2 = inv * inv
         radial = q0 * (dw * inv - w * inv2) + (q1 * x + q2 * y + q3 * z) * (dw * inv2 - 2.0 * w * inv2 * inv)
         radial = radial / tl.sqrt(x * x + y * y + z * z)
@@ -202,7 +204,7 @@ def _block_starts(sel: tuple[int, ...], device: torch.device) -> Tensor:
     return torch.tensor([0, *accumulate(sel)], dtype=torch.int32, device=device)
 
 
-def _launch_args(d, rij: Tensor, center_type: Tensor, precision: str) -> tuple[list, dict]:
+def _launch_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str) -> tuple[list, dict]:
     """Tensor arguments shared by both kernels and their compile-time constants."""
     params = [t for layer in d.nets.layers for t in (layer.matrix, layer.bias)]
     stats = torch.stack([d.davg, 1.0 / d.dstd]).contiguous()  # (2, ntypes, nnei, 4)
@@ -211,14 +213,15 @@ def _launch_args(d, rij: Tensor, center_type: Tensor, precision: str) -> tuple[l
     tensors = [rij.contiguous(), center_type.to(torch.int32).contiguous(), stats, geo,
                _block_starts(tuple(d.sel), rij.device), *params]
     meta = embedding._launch_meta(params, d.sel, "ieee" if rij.dtype == torch.float64 else precision)
-    meta.update(NTYPES=d.ntypes, ONE_SIDE=d.type_one_side, BLOCK=BLOCK_ROWS, num_warps=NUM_WARPS)
+    block, warps = TILES[kernel]
+    meta.update(NTYPES=d.ntypes, ONE_SIDE=d.type_one_side, BLOCK=block, num_warps=warps)
     return tensors, meta
 
 
 def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3") -> Tensor:
     """T_i = sum_j R_ij^T G(s_ij) / nnei, (n, 4, M1), from pair vectors rij (n, nnei, 3) in the descriptor
     precision (padded slots: a vector beyond rcut) and centre types (n,)."""
-    tensors, meta = _launch_args(d, rij, center_type, precision)
+    tensors, meta = _launch_args(d, rij, center_type, precision, "t")
     n, nnei = rij.shape[:2]
     t_mat = rij.new_empty(n, 4, meta["N3"])
     _descriptor_t_kernel[(n,)](*tensors, t_mat, nnei, d.davg.numel(), **meta)
@@ -227,7 +230,7 @@ def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3")
 
 def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3") -> Tensor:
     """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1), T as in `descriptor_t`."""
-    tensors, meta = _launch_args(d, rij, center_type, precision)
+    tensors, meta = _launch_args(d, rij, center_type, precision, "grad")
     n, nnei = rij.shape[:2]
     grad = torch.empty_like(rij)
     t_bar = (t_bar / nnei).contiguous()

@@ -1,0 +1,340 @@
+"""Neighbour list with a Verlet skin, for molecular dynamics and large-system inference.
+
+`SkinNeighborList.build` runs the O(N) cell list once with radius rcut + skin: it wraps the atoms, adds every
+periodic image within rcut + skin of the cell (ghost = owner atom + integer lattice shift) and keeps, per local atom,
+a fixed-capacity row of candidates, per-type blocks of width `capacity[t]`. `update` then serves new positions of the
+same atoms without rebuilding: every extended atom is put back at `coord[owner] + shift @ box` (so ghosts follow
+their owners, and a new box of the same shape moves them with it), and the DeePMD list (the `sum(sel)` nearest
+within rcut, per-type blocks, spec §3.2) is re-selected from the candidates. `update` and `needs_rebuild` issue no
+host synchronisation and have static shapes, so an MD step can be captured in a CUDA graph with them.
+
+When is the candidate list still complete? Write x_i for the position of extended atom i at the build, x'_i now,
+M = B^-1 B' for the deformation of the box B -> B' (row vectors: x' ~ x M), and A_i = x'_i - x_i M for the motion of
+a local atom beyond the affine deformation (A_i = coord'_i - coord_i when the box is unchanged). A ghost g of owner o
+moves with it, x'_g = x'_o + s B', so every pair, of any image, obeys r'_ig = r_ig M + A_o - A_i. If r'_ig <= rcut,
+then sigma_min(M) r_ig <= rcut + 2 max|A|, and the pair was a candidate (r_ig <= rcut + skin) as long as
+
+    2 max_i |A_i| <= (1 - |E|) (rcut + skin) - rcut,      E = B^-1 (B' - B),
+
+since sigma_min(M) = sigma_min(I + E) >= 1 - |E|_2, with |E| an upper bound of the spectral norm computed without
+an SVD (`spectral_norm_bound`). For a fixed box this is the familiar "no atom moved more than skin / 2";
+`needs_rebuild` tests exactly this (conservative for expansions, which bring no pair closer). No
+minimum-image convention enters: the coordinates an MD code passes are unwrapped and continuous (an atom leaving the
+cell keeps going, it does not jump back), so coord' - coord is the true displacement; a code that wraps its atoms
+between steps gets a displacement of about a box vector at each wrap, and so a rebuild, which is safe but wasteful.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from deeppot.nlist import NeighborData
+from deeppot.nlist.cell_list import build_cell_list
+from deeppot.nlist.ghosts import as_box, frac_to_cart
+from deeppot.nlist.selection import distance, nearest, warn_overflow
+
+__all__ = ["SkinNeighborList", "SkinReference", "SlotLayout", "default_capacity", "select_from_candidates",
+           "spectral_norm_bound"]
+
+log = logging.getLogger(__name__)
+
+# Factor by which a full candidate block grows before the build is repeated.
+_GROW = 1.5
+_MAX_GROWS = 8
+
+
+def default_capacity(sel: Sequence[int], rcut: float, skin: float) -> list[int]:
+    """Candidate block widths: sel[t] scaled by the volume ratio ((rcut + skin) / rcut)^3 (2.37 for rcut 6, skin 2).
+
+    `sel` already bounds the neighbours within rcut with a margin, so the scaled value bounds those within
+    rcut + skin at the same density; a block that still fills up grows at the build.
+    """
+    ratio = ((rcut + skin) / rcut) ** 3
+    return [math.ceil(s * ratio) for s in sel]
+
+
+@dataclass(frozen=True)
+class SlotLayout:
+    """The static layout of a DeePMD list: type block and rank inside the block of each of the nnei slots."""
+
+    slot_type: Tensor  # (nnei,) int64
+    slot_rank: Tensor  # (nnei,) int64
+    sel: tuple[int, ...]
+
+    @classmethod
+    def of(cls, sel: Sequence[int], device: torch.device) -> SlotLayout:
+        slot_type = torch.tensor([t for t, width in enumerate(sel) for _ in range(width)], dtype=torch.int64)
+        slot_rank = torch.tensor([s for width in sel for s in range(width)], dtype=torch.int64)
+        return cls(slot_type.to(device), slot_rank.to(device), tuple(sel))
+
+
+@dataclass
+class SkinReference:
+    """What `build` keeps: the extended atoms as owner + lattice shift, the candidates and the reference state."""
+
+    ext_atype: Tensor  # (nf, nall) int64; -1 for padding atoms
+    mapping: Tensor  # (nf, nall) int64 owner (local atom) of each extended atom
+    owner_index: Tensor  # (nf, nall, 3) mapping expanded for the gather of owner positions
+    shift: Tensor | None  # (nf, nall, 3) lattice shift from the owner's *input* position (whole numbers)
+    padding: Tensor | None  # (nf, nall, 1) bool: padding atoms (frames with fewer ghosts), kept where they are
+    pad_coord: Tensor | None  # (nf, nall, 3) positions of the padding atoms (beyond rcut of every real atom)
+    candidates: Tensor  # (nf, nloc, ncand) int64 extended indices within rcut + skin at the build, -1 padded
+    cand_type: Tensor  # (nf, nloc, ncand) int64 type of each candidate, -1 for empty slots
+    coord: Tensor  # (nf, nloc, 3) input positions at the build (detached)
+    box: Tensor | None  # (nf, 3, 3) box at the build
+    box_inv: Tensor | None  # (nf, 3, 3) its inverse
+    frac: Tensor | None  # (nf, nloc, 3) coord @ box_inv (unwrapped fractional coordinates at the build)
+    layout: SlotLayout
+
+
+class SkinNeighborList:
+    """DeePMD neighbour lists for a moving system: one O(N) build, then sync-free updates until `needs_rebuild`.
+
+    Typical MD loop (eager; in a CUDA graph, capture `update` and read `needs_rebuild` every few steps):
+
+        nl = SkinNeighborList(rcut=6.0, sel=[46, 92], skin=2.0)
+        data = nl.build(coord, atype, box)
+        for step in ...:
+            ...move coord (unwrapped)...
+            data = nl.neighbors(coord, atype, box)  # update, or build again when needed (one host sync)
+
+    Args:
+        rcut: cutoff of the model's list.
+        sel: maximal neighbours per type within rcut; nnei = sum(sel).
+        skin: extra radius of the candidate list; updates stay exact while no atom moves more than skin / 2.
+        capacity: candidate block widths per type (default `default_capacity`); a block that fills up at a build
+            grows by 1.5x and the build is repeated (which changes the shapes: a captured graph must be recaptured).
+    """
+
+    def __init__(self, rcut: float, sel: Sequence[int], skin: float, capacity: Sequence[int] | None = None):
+        if not rcut > 0 or not skin >= 0 or len(sel) == 0 or min(sel) < 0:
+            raise ValueError(f"expected rcut > 0, skin >= 0 and a non-empty sel of non-negative ints, got "
+                             f"rcut={rcut}, skin={skin}, sel={sel}")
+        if capacity is not None and (len(capacity) != len(sel) or any(c < s for c, s in zip(capacity, sel,
+                                                                                          strict=True))):
+            raise ValueError(f"capacity {capacity} must give one width >= sel[t] per type (sel {sel})")
+        self.rcut, self.skin, self.sel = float(rcut), float(skin), list(sel)
+        self.capacity = list(capacity) if capacity is not None else default_capacity(sel, rcut, skin)
+        self.builds = 0  # how many times `build` ran
+        self.ref: SkinReference | None = None
+
+    def build(self, coord: Tensor, atype: Tensor, box: Tensor | None = None, check_overflow: bool = True
+              ) -> NeighborData:
+        """Build the candidate list at these positions and return the DeePMD list there.
+
+        Args:
+            coord: (nf, nloc, 3) positions (unwrapped is fine).
+            atype: (nf, nloc) int64 types (type < 0: virtual atom).
+            box: (nf, 3, 3) or (nf, 9) cell row vectors, or None (non-periodic).
+            check_overflow: warn when a type has more than sel[t] neighbours within rcut (host sync; a build syncs
+                anyway).
+
+        Returns:
+            NeighborData at `coord`, as `update(coord, box)` gives it: the first nloc extended atoms are the local
+            atoms wrapped into the cell, ghosts are images within rcut + skin of it.
+        """
+        if coord.ndim != 3 or coord.shape[-1] != 3 or atype.shape != coord.shape[:2]:
+            raise ValueError(f"expected coord (nf, nloc, 3) and atype (nf, nloc), got {tuple(coord.shape)} and "
+                             f"{tuple(atype.shape)}")
+        boxes = None if box is None else as_box(box, coord.shape[0], coord.dtype).detach()
+        coord_ref = coord.detach()
+        ext_coord, ext_atype, mapping, cand = self._candidates(coord_ref, atype, boxes)
+        self.ref = make_reference(coord_ref, boxes, ext_coord, ext_atype, mapping, cand,
+                                  SlotLayout.of(self.sel, coord.device))
+        self.builds += 1
+        return self.update(coord, box, check_overflow=check_overflow)
+
+    def _candidates(self, coord: Tensor, atype: Tensor, box: Tensor | None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Cell list of radius rcut + skin with blocks of width `capacity`; widens a block that filled up and
+        builds again (a full block may have dropped a candidate). Returns ext_coord, ext_atype, mapping, cand."""
+        for _ in range(_MAX_GROWS):
+            out = build_cell_list(coord, atype, box, self.rcut + self.skin, self.capacity, check_overflow=False)
+            full = full_blocks(out[3], self.capacity)
+            if not any(full):
+                return out
+            grown = [math.ceil(c * _GROW) if f else c for c, f in zip(self.capacity, full, strict=True)]
+            log.warning("skin neighbour list: candidate blocks %s full at radius %g; capacity %s -> %s",
+                        [t for t, f in enumerate(full) if f], self.rcut + self.skin, self.capacity, grown)
+            self.capacity = grown
+        raise RuntimeError(f"candidate capacity still too small after {_MAX_GROWS} increases: {self.capacity}")
+
+    def update(self, coord: Tensor, box: Tensor | None = None, check_overflow: bool = False) -> NeighborData:
+        """The DeePMD list at new positions of the built atoms, from the candidates (no host sync by default).
+
+        Args:
+            coord: (nf, nloc, 3) positions, continuous with those of the build (unwrapped).
+            box: (nf, 3, 3) or (nf, 9) new box of the same shape, or None to keep the box of the build.
+            check_overflow: warn when a type has more than sel[t] neighbours within rcut: a host sync.
+
+        Returns:
+            NeighborData with the extended layout of the build; ext_coord is differentiable in coord and box. Exact
+            while `needs_rebuild(coord, box)` is false.
+        """
+        ref = self._reference(coord, box)
+        ext_coord = extended_positions(ref, coord, self._box(coord, box))
+        nlist = select_from_candidates(ext_coord, ref.ext_atype, ref.candidates, ref.cand_type, self.rcut,
+                                       ref.layout, check_overflow)
+        return NeighborData(ext_coord, ref.ext_atype, ref.mapping, nlist)
+
+    def needs_rebuild(self, coord: Tensor, box: Tensor | None = None) -> Tensor:
+        """Whether the candidates may miss a neighbour at (coord, box): 0-dim bool on the device, no host sync.
+
+        True when 2 max|A_i| > (1 - |B^-1 (B' - B)|)(rcut + skin) - rcut (module docstring; |.| an upper bound of
+        the spectral norm), i.e. for a fixed box when an atom moved more than skin / 2 since the build. coord is
+        unwrapped, so no minimum image is taken.
+        """
+        ref = self._reference(coord, box)
+        move = coord.detach() - ref.coord  # (nf, nloc, 3)
+        limit = torch.full((coord.shape[0],), self.skin / 2, dtype=coord.dtype, device=coord.device)
+        if ref.box is not None and box is not None:
+            dbox = as_box(box, coord.shape[0], coord.dtype).detach() - ref.box  # (nf, 3, 3)
+            move = move - frac_to_cart(ref.frac, dbox[:, None])  # A_i: the part beyond the affine deformation
+            strain = spectral_norm_bound(ref.box_inv @ dbox)  # (nf,) >= |B^-1 dB|_2
+            limit = ((1 - strain) * (self.rcut + self.skin) - self.rcut) / 2
+        largest = torch.linalg.vector_norm(move, dim=-1).amax(dim=-1)  # (nf,)
+        return (largest > limit).any()
+
+    def neighbors(self, coord: Tensor, atype: Tensor, box: Tensor | None = None) -> NeighborData:
+        """`update`, after a `build` when there is none yet, the shapes changed or `needs_rebuild` says so.
+
+        Reads `needs_rebuild` on the host (one sync per call): for eager loops; a CUDA-graph loop calls `update`
+        inside the graph and checks `needs_rebuild` outside it.
+        """
+        ref = self.ref
+        if ref is not None and box is None:
+            box = ref.box  # None keeps the build's box, as in `update`
+        stale = ref is None or ref.coord.shape != coord.shape or (ref.box is None) != (box is None)
+        if stale or bool(self.needs_rebuild(coord, box)):
+            return self.build(coord, atype, box)
+        return self.update(coord, box)
+
+    def _reference(self, coord: Tensor, box: Tensor | None) -> SkinReference:
+        if self.ref is None:
+            raise RuntimeError("SkinNeighborList: call build() before update() or needs_rebuild()")
+        if coord.shape != self.ref.coord.shape:
+            raise ValueError(f"coord {tuple(coord.shape)} does not match the build's {tuple(self.ref.coord.shape)}")
+        if box is not None and self.ref.box is None:
+            raise ValueError("a box was given, but the list was built for a non-periodic system")
+        return self.ref
+
+    def _box(self, coord: Tensor, box: Tensor | None) -> Tensor | None:
+        """The box in force: the given one as (nf, 3, 3) (differentiable), else the build's."""
+        return self.ref.box if box is None else as_box(box, coord.shape[0], coord.dtype)
+
+
+def spectral_norm_bound(mat: Tensor) -> Tensor:
+    """An upper bound of the spectral norm of (..., 3, 3) matrices without an SVD (which would sync on a GPU):
+    min(Frobenius norm, sqrt(max column sum * max row sum)); exact for diagonal matrices. -> (...,)."""
+    frobenius = torch.linalg.matrix_norm(mat)
+    absolute = mat.abs()
+    return torch.minimum(frobenius, (absolute.sum(-2).amax(-1) * absolute.sum(-1).amax(-1)).sqrt())
+
+
+def full_blocks(cand: Tensor, capacity: Sequence[int]) -> list[bool]:
+    """Per type, whether some row's candidate block is full (its last slot used), so that candidates may have been
+    dropped: cand (nf, nloc, sum(capacity)) -> list of ntypes bools (one host sync)."""
+    ends = itertools.accumulate(capacity)
+    return [width > 0 and bool((cand[..., end - 1] >= 0).any()) for end, width in zip(ends, capacity, strict=True)]
+
+
+def make_reference(coord: Tensor, box: Tensor | None, ext_coord: Tensor, ext_atype: Tensor, mapping: Tensor,
+                   cand: Tensor, layout: SlotLayout) -> SkinReference:
+    """SkinReference from a cell-list build: the lattice shift of every extended atom from its owner's input
+    position is read back from the positions, rounded to whole numbers (exact: the error is ~1e-12 of a cell).
+
+    coord (nf, nloc, 3) and box (nf, 3, 3) | None as given to the build; ext_coord (nf, nall, 3), ext_atype and
+    mapping (nf, nall), cand (nf, nloc, ncand) from `build_cell_list`.
+    """
+    nf, nall = mapping.shape
+    owner_index = mapping[..., None].expand(nf, nall, 3)
+    owner = torch.gather(coord, 1, owner_index)
+    real = ext_atype >= 0
+    if box is None:
+        shift = box_inv = frac = None
+    else:
+        box_inv = torch.linalg.inv(box)
+        shift = torch.round((ext_coord.detach() - owner) @ box_inv).masked_fill(~real[..., None], 0)
+        frac = coord @ box_inv
+    padding = pad_coord = None
+    if not bool(real.all()):  # frames with fewer ghosts than the largest were padded by the cell list
+        padding, pad_coord = ~real[..., None], ext_coord.detach()
+    cand_type = torch.gather(ext_atype, 1, cand.clamp(min=0).reshape(nf, -1)).reshape(cand.shape)
+    cand_type = cand_type.masked_fill(cand < 0, -1)
+    return SkinReference(ext_atype, mapping, owner_index, shift, padding, pad_coord, cand, cand_type, coord, box,
+                         box_inv, frac, layout)
+
+
+def extended_positions(ref: SkinReference, coord: Tensor, box: Tensor | None) -> Tensor:
+    """Every extended atom at its owner's new position plus its lattice shift in the current box.
+
+    coord (nf, nloc, 3), box (nf, 3, 3) | None -> ext_coord (nf, nall, 3); differentiable in coord and box.
+    """
+    ext_coord = torch.gather(coord, 1, ref.owner_index)
+    if ref.shift is not None:
+        ext_coord = ext_coord + frac_to_cart(ref.shift.to(coord.dtype), box[:, None])
+    if ref.padding is not None:
+        ext_coord = torch.where(ref.padding, ref.pad_coord.to(coord.dtype), ext_coord)
+    return ext_coord
+
+
+def select_from_candidates(
+    ext_coord: Tensor,
+    ext_atype: Tensor,
+    candidates: Tensor,
+    cand_type: Tensor,
+    rcut: float,
+    layout: SlotLayout,
+    check_overflow: bool = False,
+) -> Tensor:
+    """`deeppot.nlist.format_nlist` for a candidate list whose types are known, without host syncs.
+
+    Args:
+        ext_coord: (nf, nall, 3) extended positions; the first nloc are the centres.
+        ext_atype: (nf, nall) int64 types (centres of type < 0 get an empty row).
+        candidates: (nf, nloc, ncand) int64 extended indices, -1 padded, never the centre itself.
+        cand_type: (nf, nloc, ncand) int64 their types, -1 for padding (never a neighbour).
+        rcut: cutoff (r == rcut is kept).
+        layout: slot layout of sel (`SlotLayout.of`), built once so no host data is copied here.
+        check_overflow: warn when a type has more than sel[t] candidates within rcut (a host sync).
+
+    Returns:
+        nlist (nf, nloc, sum(sel)) int64: the sum(sel) nearest within rcut, split into per-type blocks of ascending
+        distance (ties by extended index), -1 padded; the rule of every builder (spec §3.2).
+    """
+    nf, nloc, ncand = candidates.shape
+    with torch.no_grad():
+        j = candidates.clamp(min=0)
+        nbr = torch.gather(ext_coord, 1, j.reshape(nf, -1, 1).expand(-1, -1, 3)).reshape(nf, nloc, ncand, 3)
+        rr = distance(ext_coord[:, :nloc, None, :], nbr).masked_fill(cand_type < 0, float("inf"))
+        r_near, cols = nearest(rr, j, len(layout.slot_type))
+        t_near = torch.gather(cand_type, -1, cols).masked_fill(r_near > rcut, -1)
+        nlist = split_by_type(torch.gather(j, -1, cols), t_near, layout)
+        virtual = (ext_atype[:, :nloc] < 0)[..., None]
+        if check_overflow:
+            within = rr <= rcut
+            count = torch.stack([(within & (cand_type == t)).sum(-1) for t in range(len(layout.sel))], dim=-1)
+            warn_overflow(count.masked_fill(virtual, 0), layout.sel, rcut)
+        return nlist.masked_fill(virtual, -1)
+
+
+def split_by_type(idx: Tensor, itype: Tensor, layout: SlotLayout) -> Tensor:
+    """`deeppot.nlist.selection.split_by_type` with the slot layout precomputed (that one copies it from the host
+    on every call, a sync on a GPU): idx, itype (..., k) in ascending distance -> (..., sum(sel)) int64."""
+    ntypes = len(layout.sel)
+    if idx.shape[-1] == 0:
+        return torch.full((*idx.shape[:-1], len(layout.slot_type)), -1, dtype=torch.int64, device=idx.device)
+    key = torch.where(itype >= 0, itype, ntypes)
+    key, order = torch.sort(key, dim=-1, stable=True)  # stable: ascending distance inside each type
+    grouped = torch.gather(idx, -1, order)
+    n_of_type = (key[..., :, None] == torch.arange(ntypes, device=idx.device)).sum(-2)  # (..., ntypes)
+    first_of_type = torch.cumsum(n_of_type, dim=-1) - n_of_type
+    filled = layout.slot_rank < n_of_type[..., layout.slot_type]
+    pos = (first_of_type[..., layout.slot_type] + layout.slot_rank).clamp(max=idx.shape[-1] - 1)
+    return torch.where(filled, torch.gather(grouped, -1, pos), -1)
