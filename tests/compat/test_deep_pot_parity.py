@@ -1,0 +1,36 @@
+"""`deeppot.DeepPot` on DeePMD-kit-written models against DeePMD-kit 3.2.0 (`deepmd.dpmodel`), float64.
+
+Several frames at once, periodic (the strained copper cells are triclinic) and non-periodic, atomic energies.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("deepmd.dpmodel")
+
+from compat.deepmd_ref import deepmd_build, deepmd_load, deepmd_save, frames, model_section, randomize_model_dict
+
+from deeppot.infer import DeepPot
+
+
+def deepmd_call(dp_model, coord: np.ndarray, atype: np.ndarray, box: np.ndarray | None):
+    nf = coord.shape[0]
+    out = dp_model.call(coord.reshape(nf, -1), np.tile(atype, (nf, 1)), None if box is None else box.reshape(nf, 9))
+    return np.asarray(out["energy"]).reshape(nf), np.asarray(out["atom_energy"]).reshape(nf, -1)
+
+
+@pytest.mark.parametrize("name", ["water", "copper", "alloy"])
+@pytest.mark.parametrize("periodic", [True, False])
+def test_deep_pot_equals_deepmd(name, periodic, tmp_path):
+    section = model_section(name, type_one_side=name != "alloy")
+    deepmd_save(tmp_path / "m.dp", randomize_model_dict(deepmd_build(section).serialize(), 3), section)
+    coord, atype, box, _ = frames(name, 3)
+    box = box if periodic else None
+    energy, atom_energy = deepmd_call(deepmd_load(tmp_path / "m.dp"), coord, atype, box)
+    cells = None if box is None else box.reshape(3, 9)
+    e, _, _, ae, _ = DeepPot(str(tmp_path / "m.dp"), "cpu").eval(coord, cells, atype, atomic=True)
+    scale = np.abs(energy).max()
+    assert np.abs(e[:, 0] - energy).max() < 1e-10 * scale
+    assert np.abs(ae[..., 0] - atom_energy).max() < 1e-10 * np.abs(atom_energy).max()

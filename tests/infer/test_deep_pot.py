@@ -1,0 +1,101 @@
+"""`DeepPot` against the model's reference path: shapes, chunking, physics and bad input (float64, CPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from helpers import make_model, random_system
+
+from deeppot.infer import DeepPot
+
+pytestmark = pytest.mark.filterwarnings("ignore::deeppot.nlist.NeighborOverflowWarning")
+
+
+def skewed(coord: torch.Tensor, box: torch.Tensor):
+    """The same frames in a sheared (triclinic) cell."""
+    shear = torch.tensor([[1.0, 0.0, 0.0], [0.3, 1.0, 0.0], [-0.2, 0.25, 1.0]], dtype=torch.float64)
+    return coord @ shear, box @ shear
+
+
+@pytest.fixture(scope="module")
+def model():
+    return make_model(type_one_side=False, seed=5)
+
+
+@pytest.mark.parametrize("periodic", [True, False])
+def test_eval_equals_reference_path(model, periodic):
+    coord, atype, box = random_system(natoms=11, nframes=3, box_len=4.6, seed=2)
+    coord, box = skewed(coord, box)
+    box = box if periodic else None
+    ref = model(coord, atype, box, do_atomic_virial=True)
+    cells = None if box is None else box.numpy().reshape(3, 9)
+    e, f, v, ae, av = DeepPot(model, "cpu").eval(coord.numpy(), cells, atype.numpy(), atomic=True)
+    assert (e.shape, f.shape, v.shape, ae.shape, av.shape) == ((3, 1), (3, 11, 3), (3, 9), (3, 11, 1), (3, 11, 9))
+    for got, key in [(e[:, 0], "energy"), (f, "force"), (v, "virial"), (ae[..., 0], "atom_energy"),
+                     (av, "atom_virial")]:
+        np.testing.assert_allclose(got, ref[key].numpy(), rtol=1e-12, atol=1e-12, err_msg=key)
+
+
+def test_chunked_equals_unchunked(model):
+    """Frames split into batches of one frame, centres into chunks of 4: the same numbers."""
+    coord, atype, box = random_system(natoms=13, nframes=3, box_len=4.8, seed=6)
+    args = coord.numpy(), box.numpy().reshape(3, 9), atype.numpy()
+    whole = DeepPot(model, "cpu").eval(*args, atomic=True)
+    parts = DeepPot(model, "cpu", batch_atoms=13, chunk_atoms=4).eval(*args, atomic=True)
+    for a, b in zip(parts, whole, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13)
+
+
+def test_invariances_and_finite_differences(model):
+    coord, atype, box = random_system(natoms=9, box_len=4.5, seed=8)
+    dp = DeepPot(model, "cpu")
+    x, cell, types = coord.numpy()[0], box.numpy().reshape(1, 9), atype.numpy()
+    e, f, v = dp.eval(x, cell, types)
+    rot = torch.linalg.qr(torch.randn(3, 3, generator=torch.Generator().manual_seed(3), dtype=torch.float64))[0]
+    rot = rot.numpy()
+    perm = np.random.default_rng(1).permutation(9)
+    e_rot, f_rot, _ = dp.eval(x @ rot, (cell.reshape(3, 3) @ rot).reshape(1, 9), types)
+    e_perm, f_perm, _ = dp.eval((x + 0.37)[perm], cell, types[perm])
+    np.testing.assert_allclose([e_rot[0, 0], e_perm[0, 0]], [e[0, 0]] * 2, rtol=1e-12)
+    np.testing.assert_allclose(f_rot[0], f[0] @ rot, atol=1e-11)
+    np.testing.assert_allclose(f_perm[0], f[0][perm], atol=1e-11)
+    h, i = 1e-5, 4
+    plus, minus = x.copy(), x.copy()
+    plus[i, 1] += h
+    minus[i, 1] -= h
+    fd = -(dp.eval(plus, cell, types)[0] - dp.eval(minus, cell, types)[0])[0, 0] / (2 * h)
+    assert abs(fd - f[0, i, 1]) < 1e-7 * max(1.0, abs(f).max())
+    strain = np.eye(3)
+    strain[0, 2] = h
+    e_s = [dp.eval(x @ s, (cell.reshape(3, 3) @ s).reshape(1, 9), types)[0][0, 0] for s in (strain, 2 * np.eye(3)
+                                                                                          - strain)]
+    assert abs(-(e_s[0] - e_s[1]) / (2 * h) - v[0, 2 * 3 + 0]) < 1e-7 * max(1.0, abs(v).max())
+
+
+def test_type_map_and_cutoff(model):
+    dp = DeepPot(model, "cpu")
+    assert (dp.get_type_map(), dp.get_ntypes(), dp.get_rcut()) == (["O", "H"], 2, model.rcut)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda c, b, t: (c[:, :5], b, t), "do not hold"),
+    (lambda c, b, t: (c, b[:, :5], t), "cells of shape"),
+    (lambda c, b, t: (c, b, np.where(np.arange(t.size) == 3, 7, t)), "atom type 7 of atom 3"),
+    (lambda c, b, t: (np.where(np.arange(c.size).reshape(c.shape) == 10, np.nan, c), b, t), "NaN"),
+    (lambda c, b, t: (c, b * np.array([1, 1, 1, 1, 1, 1, 0, 0, 0.0]), t), "zero volume"),
+    (lambda c, b, t: (c, b, t.astype(float)), "must be integers"),
+])
+def test_bad_input_is_named(model, change, message):
+    coord, atype, box = random_system(natoms=6, seed=1)
+    args = change(coord.numpy(), box.numpy().reshape(1, 9), atype.numpy())
+    with pytest.raises(ValueError, match=message):
+        DeepPot(model, "cpu").eval(*args)
+
+
+def test_unsupported_arguments_are_refused(model):
+    coord, atype, box = random_system(natoms=6, seed=1)
+    with pytest.raises(ValueError, match="fparam"):
+        DeepPot(model, "cpu").eval(coord.numpy(), box.numpy(), atype.numpy(), fparam=np.zeros(1))
+    with pytest.raises(ValueError, match="unsupported arguments"):
+        DeepPot(model, "cpu").eval(coord.numpy(), box.numpy(), atype.numpy(), atomics=True)
