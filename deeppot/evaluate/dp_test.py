@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from deeppot.data import DataError, load_system
+from deeppot.infer import Evaluator
 from deeppot.model import EnergyModel
 
 __all__ = ["SystemResult", "TestReport", "run_test", "system_metrics", "weighted_average", "write_details"]
@@ -159,7 +160,8 @@ def evaluate_system(model: EnergyModel, path: str, numb_test: int, rng: np.rando
 
 def evaluate_frames(model: EnergyModel, coord: np.ndarray, atype: np.ndarray, box: np.ndarray | None,
                     batch_frames: int) -> dict[str, np.ndarray]:
-    """Model predictions for frames of one system, `batch_frames` frames per call (bounds the memory).
+    """Model predictions for frames of one system through the inference engine (`deeppot.infer.Evaluator`: the
+    fused kernels on a GPU, chunked by atoms), at most `batch_frames` frames a batch.
 
     coord (nf, natoms, 3) Å, atype (natoms,), box (nf, 3, 3) or None. Returns energy (nf,), force
     (nf, natoms, 3), virial (nf, 9), atom_energy (nf, natoms) as float64 arrays.
@@ -167,14 +169,12 @@ def evaluate_frames(model: EnergyModel, coord: np.ndarray, atype: np.ndarray, bo
     if batch_frames < 1:
         raise ValueError(f"batch_frames must be >= 1, got {batch_frames}")
     device = next(model.parameters()).device
-    atype_t = torch.as_tensor(atype, dtype=torch.long, device=device)
-    chunks: list[dict[str, np.ndarray]] = []
-    for start in range(0, coord.shape[0], batch_frames):
-        part = slice(start, start + batch_frames)
-        box_t = None if box is None else torch.as_tensor(box[part], dtype=torch.float64, device=device)
-        out = model(torch.as_tensor(coord[part], dtype=torch.float64, device=device), atype_t, box_t)
-        chunks.append({k: out[k].detach().cpu().numpy() for k in ("energy", "force", "virial", "atom_energy")})
-    return {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
+    evaluator = Evaluator(model, device, batch_atoms=batch_frames * len(atype))
+    as_tensor = lambda a, dtype: torch.as_tensor(a, dtype=dtype, device=device)  # noqa: E731
+    nf = coord.shape[0]
+    out = evaluator.evaluate(as_tensor(coord, torch.float64), as_tensor(atype, torch.long).expand(nf, -1),
+                             None if box is None else as_tensor(box, torch.float64))
+    return {k: out[k].cpu().numpy() for k in ("energy", "force", "virial", "atom_energy")}
 
 
 def error_stat(pred: np.ndarray, ref: np.ndarray, scale: float = 1.0) -> dict[str, Metric]:

@@ -63,7 +63,7 @@ class Evaluator:
         self.pair_stage, self.fused = self._pick_stage(fused)
         self.batch_atoms = batch_atoms or (2**20 if self.device.type == "cuda" else 2**14)
         self.chunk_atoms = chunk_atoms or max(1, memory_budget(self.device) // bytes_per_centre(model, self.fused))
-        log.info("evaluation on %s with the %s pair stage, %d centres a chunk", self.device,
+        log.debug("evaluation on %s with the %s pair stage, %d centres a chunk", self.device,
                  "fused Triton" if self.fused else "PyTorch", self.chunk_atoms)
 
     def _pick_stage(self, fused: bool | None) -> tuple[PairStage, bool]:
