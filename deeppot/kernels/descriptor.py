@@ -238,17 +238,18 @@ def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, pre
     return grad
 
 
-def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
-                     neighbor_type: Tensor) -> tuple[Tensor, Tensor]:
+def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor, neighbor_type: Tensor,
+                     precision: str = "tf32x3") -> tuple[Tensor, Tensor]:
     """Atomic energies (n,) float64 and dE/dr_ij (n, nnei, 3): the `deeppot.infer.evaluate` pair stage.
 
-    The fitting nets run on their own type's atoms (ntypes host syncs a chunk, for the index lists).
+    The fitting nets run on their own type's atoms (ntypes host syncs a chunk, for the index lists). precision of
+    the float32 embedding GEMMs: "tf32x3" (float32-level accuracy) or the mixed-precision opt-in "tf32".
     """
     d = model.descriptor
-    t_mat = descriptor_t(d, rij, center_type)
+    t_mat = descriptor_t(d, rij, center_type, precision)
     desc = analytic.descriptor_from_t(t_mat, d.axis_neuron)[None].to(torch.float64)
     groups = [torch.nonzero(center_type == t).reshape(-1) for t in range(d.ntypes)] if d.ntypes > 1 else None
     energy, d_desc = analytic.atomic_energy_and_grad(model.fitting, desc, center_type[None], groups)
     n, _, m1 = t_mat.shape
     t_bar = analytic.t_bar_from_desc_grad(d_desc[0].to(d.dtype).reshape(n, m1, -1), t_mat)
-    return energy[0], pair_grad_from_t_bar(d, rij, center_type, t_bar)
+    return energy[0], pair_grad_from_t_bar(d, rij, center_type, t_bar, precision)
