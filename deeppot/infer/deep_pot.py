@@ -91,10 +91,10 @@ class Evaluator:
         [, atom_virial (nf, nloc, 9)].
         """
         outs = [self._evaluate_batch(coord[part], atype[part], None if box is None else box[part], atomic)
-                for part in self._frame_batches(coord, box)]
+                for part in self.frame_batches(coord, box)]
         return {key: torch.cat([o[key] for o in outs]) for key in outs[0]}
 
-    def _frame_batches(self, coord: Tensor, box: Tensor | None) -> list[slice]:
+    def frame_batches(self, coord: Tensor, box: Tensor | None) -> list[slice]:
         """Frames per batch: about batch_atoms atoms, and on a GPU few enough that the O(N^2) builder stays under
         its pair limit when it is the one chosen (small cells)."""
         nf, nloc = coord.shape[:2]

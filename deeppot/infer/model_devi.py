@@ -171,7 +171,7 @@ def _predict_group(pots: Sequence[DeepPot], coord: np.ndarray, atype: np.ndarray
     b = None if box is None else torch.tensor(box, device=evaluator.device)
     parts: list[list[dict[str, np.ndarray]]] = [[] for _ in pots]
     # the evaluator's own frame batches (bounded atoms; on a GPU also within the O(N^2) builder's pair limit)
-    for frames in evaluator._frame_batches(c, b):
+    for frames in evaluator.frame_batches(c, b):
         flat = evaluator.neighbors(c[frames], a[frames], None if b is None else b[frames])
         for pot, part in zip(pots, parts, strict=True):
             out = pot.evaluator.evaluate_neighbors(flat)
