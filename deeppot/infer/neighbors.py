@@ -38,10 +38,10 @@ from torch import Tensor
 from deeppot.nlist import NeighborData
 from deeppot.nlist.cell_list import build_cell_list
 from deeppot.nlist.ghosts import as_box, frac_to_cart
-from deeppot.nlist.selection import distance, nearest, warn_overflow
+from deeppot.nlist.selection import distance, warn_overflow
 
-__all__ = ["SkinNeighborList", "SkinReference", "SlotLayout", "default_capacity", "select_from_candidates",
-           "spectral_norm_bound"]
+__all__ = ["SkinNeighborList", "SkinReference", "default_capacity", "select_from_candidates", "spectral_norm_bound",
+           "split_by_type"]
 
 log = logging.getLogger(__name__)
 
@@ -60,21 +60,6 @@ def default_capacity(sel: Sequence[int], rcut: float, skin: float) -> list[int]:
     return [math.ceil(s * ratio) for s in sel]
 
 
-@dataclass(frozen=True)
-class SlotLayout:
-    """The static layout of a DeePMD list: type block and rank inside the block of each of the nnei slots."""
-
-    slot_type: Tensor  # (nnei,) int64
-    slot_rank: Tensor  # (nnei,) int64
-    sel: tuple[int, ...]
-
-    @classmethod
-    def of(cls, sel: Sequence[int], device: torch.device) -> SlotLayout:
-        slot_type = torch.tensor([t for t, width in enumerate(sel) for _ in range(width)], dtype=torch.int64)
-        slot_rank = torch.tensor([s for width in sel for s in range(width)], dtype=torch.int64)
-        return cls(slot_type.to(device), slot_rank.to(device), tuple(sel))
-
-
 @dataclass
 class SkinReference:
     """What `build` keeps: the extended atoms as owner + lattice shift, the candidates and the reference state."""
@@ -85,13 +70,13 @@ class SkinReference:
     shift: Tensor | None  # (nf, nall, 3) lattice shift from the owner's *input* position (whole numbers)
     padding: Tensor | None  # (nf, nall, 1) bool: padding atoms (frames with fewer ghosts), kept where they are
     pad_coord: Tensor | None  # (nf, nall, 3) positions of the padding atoms (beyond rcut of every real atom)
-    candidates: Tensor  # (nf, nloc, ncand) int64 extended indices within rcut + skin at the build, -1 padded
+    candidates: Tensor  # (nf, nloc, ncand) int64 extended indices within rcut + skin at the build, ascending, -1 last
     cand_type: Tensor  # (nf, nloc, ncand) int64 type of each candidate, -1 for empty slots
     coord: Tensor  # (nf, nloc, 3) input positions at the build (detached)
     box: Tensor | None  # (nf, 3, 3) box at the build
     box_inv: Tensor | None  # (nf, 3, 3) its inverse
     frac: Tensor | None  # (nf, nloc, 3) coord @ box_inv (unwrapped fractional coordinates at the build)
-    layout: SlotLayout
+    sel: tuple[int, ...]  # the model's sel (block widths of the list)
 
 
 class SkinNeighborList:
@@ -109,8 +94,12 @@ class SkinNeighborList:
         rcut: cutoff of the model's list.
         sel: maximal neighbours per type within rcut; nnei = sum(sel).
         skin: extra radius of the candidate list; updates stay exact while no atom moves more than skin / 2.
-        capacity: candidate block widths per type (default `default_capacity`); a block that fills up at a build
-            grows by 1.5x and the build is repeated (which changes the shapes: a captured graph must be recaptured).
+        capacity: per-type block widths of the cell list that finds the candidates (default `default_capacity`);
+            a block that fills up at a build grows by 1.5x and the build is repeated. The stored rows are trimmed
+            to the fullest one.
+
+    Every build may change nall (ghosts come and go) and the candidate width, so a CUDA graph that captured
+    `update` (and whatever consumes its output) is captured again after a build.
     """
 
     def __init__(self, rcut: float, sel: Sequence[int], skin: float, capacity: Sequence[int] | None = None):
@@ -146,8 +135,7 @@ class SkinNeighborList:
         boxes = None if box is None else as_box(box, coord.shape[0], coord.dtype).detach()
         coord_ref = coord.detach()
         ext_coord, ext_atype, mapping, cand = self._candidates(coord_ref, atype, boxes)
-        self.ref = make_reference(coord_ref, boxes, ext_coord, ext_atype, mapping, cand,
-                                  SlotLayout.of(self.sel, coord.device))
+        self.ref = make_reference(coord_ref, boxes, ext_coord, ext_atype, mapping, cand, self.sel)
         self.builds += 1
         return self.update(coord, box, check_overflow=check_overflow)
 
@@ -179,8 +167,8 @@ class SkinNeighborList:
         """
         ref = self._reference(coord, box)
         ext_coord = extended_positions(ref, coord, self._box(coord, box))
-        nlist = select_from_candidates(ext_coord, ref.ext_atype, ref.candidates, ref.cand_type, self.rcut,
-                                       ref.layout, check_overflow)
+        nlist = select_from_candidates(ext_coord, ref.ext_atype, ref.candidates, ref.cand_type, self.rcut, ref.sel,
+                                       check_overflow)
         return NeighborData(ext_coord, ref.ext_atype, ref.mapping, nlist)
 
     def needs_rebuild(self, coord: Tensor, box: Tensor | None = None) -> Tensor:
@@ -245,7 +233,7 @@ def full_blocks(cand: Tensor, capacity: Sequence[int]) -> list[bool]:
 
 
 def make_reference(coord: Tensor, box: Tensor | None, ext_coord: Tensor, ext_atype: Tensor, mapping: Tensor,
-                   cand: Tensor, layout: SlotLayout) -> SkinReference:
+                   cand: Tensor, sel: Sequence[int]) -> SkinReference:
     """SkinReference from a cell-list build: the lattice shift of every extended atom from its owner's input
     position is read back from the positions, rounded to whole numbers (exact: the error is ~1e-12 of a cell).
 
@@ -265,10 +253,20 @@ def make_reference(coord: Tensor, box: Tensor | None, ext_coord: Tensor, ext_aty
     padding = pad_coord = None
     if not bool(real.all()):  # frames with fewer ghosts than the largest were padded by the cell list
         padding, pad_coord = ~real[..., None], ext_coord.detach()
+    cand = compact_candidates(cand, nall)
     cand_type = torch.gather(ext_atype, 1, cand.clamp(min=0).reshape(nf, -1)).reshape(cand.shape)
     cand_type = cand_type.masked_fill(cand < 0, -1)
     return SkinReference(ext_atype, mapping, owner_index, shift, padding, pad_coord, cand, cand_type, coord, box,
-                         box_inv, frac, layout)
+                         box_inv, frac, tuple(sel))
+
+
+def compact_candidates(cand: Tensor, nall: int) -> Tensor:
+    """Candidate rows (nf, nloc, ncand), -1 padded anywhere, -> ascending extended indices with the padding last,
+    trimmed to the fullest row (one host sync). The per-type blocks of the cell list are not needed any more: the
+    selection reads each candidate's type, and narrower rows make every update cheaper."""
+    key = torch.sort(torch.where(cand >= 0, cand, nall), dim=-1).values
+    width = max(1, int((cand >= 0).sum(-1).amax()))
+    return torch.where(key < nall, key, -1)[..., :width].contiguous()
 
 
 def extended_positions(ref: SkinReference, coord: Tensor, box: Tensor | None) -> Tensor:
@@ -290,7 +288,7 @@ def select_from_candidates(
     candidates: Tensor,
     cand_type: Tensor,
     rcut: float,
-    layout: SlotLayout,
+    sel: Sequence[int],
     check_overflow: bool = False,
 ) -> Tensor:
     """`deeppot.nlist.format_nlist` for a candidate list whose types are known, without host syncs.
@@ -298,43 +296,55 @@ def select_from_candidates(
     Args:
         ext_coord: (nf, nall, 3) extended positions; the first nloc are the centres.
         ext_atype: (nf, nall) int64 types (centres of type < 0 get an empty row).
-        candidates: (nf, nloc, ncand) int64 extended indices, -1 padded, never the centre itself.
+        candidates: (nf, nloc, ncand) int64 extended indices, never the centre itself, ascending in each row with the
+            -1 padding last (`compact_candidates`); another order gives the same neighbours, ties in another order.
         cand_type: (nf, nloc, ncand) int64 their types, -1 for padding (never a neighbour).
         rcut: cutoff (r == rcut is kept).
-        layout: slot layout of sel (`SlotLayout.of`), built once so no host data is copied here.
+        sel: maximal neighbours per type.
         check_overflow: warn when a type has more than sel[t] candidates within rcut (a host sync).
 
     Returns:
         nlist (nf, nloc, sum(sel)) int64: the sum(sel) nearest within rcut, split into per-type blocks of ascending
-        distance (ties by extended index), -1 padded; the rule of every builder (spec §3.2).
+        distance (ties by extended index), -1 padded; the rule of every builder (spec §3.2). Of atoms tied at the
+        sum(sel)-th distance (only when a row overflows), the lowest indices stay, where format_nlist's top-k picks.
     """
     nf, nloc, ncand = candidates.shape
     with torch.no_grad():
         j = candidates.clamp(min=0)
         nbr = torch.gather(ext_coord, 1, j.reshape(nf, -1, 1).expand(-1, -1, 3)).reshape(nf, nloc, ncand, 3)
-        rr = distance(ext_coord[:, :nloc, None, :], nbr).masked_fill(cand_type < 0, float("inf"))
-        r_near, cols = nearest(rr, j, len(layout.slot_type))
-        t_near = torch.gather(cand_type, -1, cols).masked_fill(r_near > rcut, -1)
-        nlist = split_by_type(torch.gather(j, -1, cols), t_near, layout)
+        rr = distance(ext_coord[:, :nloc, None, :], nbr)
+        rr = rr.masked_fill((cand_type < 0) | (rr > rcut), float("inf"))
+        # One stable sort: columns ascend by extended index, so equal distances stay in index order (`nearest`'s
+        # tie rule) and the first sum(sel) columns are the nearest.
+        r_near, cols = torch.sort(rr, dim=-1, stable=True)
+        nnei = sum(sel)
+        r_near, cols = r_near[..., :nnei], cols[..., :nnei]
+        t_near = torch.gather(cand_type, -1, cols).masked_fill(torch.isinf(r_near), -1)
+        nlist = split_by_type(torch.gather(j, -1, cols), t_near, sel)
         virtual = (ext_atype[:, :nloc] < 0)[..., None]
         if check_overflow:
-            within = rr <= rcut
-            count = torch.stack([(within & (cand_type == t)).sum(-1) for t in range(len(layout.sel))], dim=-1)
-            warn_overflow(count.masked_fill(virtual, 0), layout.sel, rcut)
+            within = torch.isfinite(rr)
+            count = torch.stack([(within & (cand_type == t)).sum(-1) for t in range(len(sel))], dim=-1)
+            warn_overflow(count.masked_fill(virtual, 0), sel, rcut)
         return nlist.masked_fill(virtual, -1)
 
 
-def split_by_type(idx: Tensor, itype: Tensor, layout: SlotLayout) -> Tensor:
-    """`deeppot.nlist.selection.split_by_type` with the slot layout precomputed (that one copies it from the host
-    on every call, a sync on a GPU): idx, itype (..., k) in ascending distance -> (..., sum(sel)) int64."""
-    ntypes = len(layout.sel)
-    if idx.shape[-1] == 0:
-        return torch.full((*idx.shape[:-1], len(layout.slot_type)), -1, dtype=torch.int64, device=idx.device)
-    key = torch.where(itype >= 0, itype, ntypes)
-    key, order = torch.sort(key, dim=-1, stable=True)  # stable: ascending distance inside each type
-    grouped = torch.gather(idx, -1, order)
-    n_of_type = (key[..., :, None] == torch.arange(ntypes, device=idx.device)).sum(-2)  # (..., ntypes)
-    first_of_type = torch.cumsum(n_of_type, dim=-1) - n_of_type
-    filled = layout.slot_rank < n_of_type[..., layout.slot_type]
-    pos = (first_of_type[..., layout.slot_type] + layout.slot_rank).clamp(max=idx.shape[-1] - 1)
-    return torch.where(filled, torch.gather(grouped, -1, pos), -1)
+def split_by_type(idx: Tensor, itype: Tensor, sel: Sequence[int]) -> Tensor:
+    """Distance-sorted neighbours -> per-type blocks, as `deeppot.nlist.selection.split_by_type` but sync-free (that
+    one copies its slot layout from the host, a sync on a GPU) and without a sort: each entry's rank inside its type
+    comes from a running count, and one scatter puts it in place.
+
+    idx, itype: (..., k) int64 neighbours in ascending distance and their types (-1: dropped).
+    Returns (..., sum(sel)) int64: slot s of block t holds the s-th type-t entry of idx, or -1.
+    """
+    nnei, k = sum(sel), idx.shape[-1]
+    # Entries that get no slot go to columns of their own past nnei: the scatter then writes no place twice.
+    pos = (nnei + torch.arange(k, device=idx.device)).expand(idx.shape)
+    start = 0
+    for t, width in enumerate(sel):
+        is_t = itype == t
+        rank = torch.cumsum(is_t, dim=-1) - 1  # (..., k) rank of each type-t entry among type t
+        pos = torch.where(is_t & (rank < width), start + rank, pos)
+        start += width
+    out = idx.new_full((*idx.shape[:-1], nnei + k), -1).scatter_(-1, pos, idx)
+    return out[..., :nnei]
