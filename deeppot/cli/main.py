@@ -106,6 +106,21 @@ def _model_devi(args: argparse.Namespace) -> None:
     log.info("model deviation written to %s", args.output)
 
 
+def _md(args: argparse.Namespace) -> None:
+    from deeppot.md import MDError
+    from deeppot.md.driver import MDOptions, run_md
+
+    names = ("structure", "ensemble", "thermostat", "barostat", "temperature", "pressure", "dt", "steps", "thermo",
+             "dump", "seed", "skin", "tau_t", "tau_p", "compressibility", "devi_freq", "device", "restart", "fmt",
+             "max_temperature")
+    opts = MDOptions(models=args.models, output=Path(args.output), **{name: getattr(args, name) for name in names})
+    try:
+        run_md(opts)
+    except MDError as err:  # the dynamics failed: say so in one line; the last good restart file stays
+        print(f"deeppot md: error: {err}", file=sys.stderr)
+        raise SystemExit(1) from err
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="deeppot", description="Fast Deep Potential training, DeePMD-kit compatible")
     parser.add_argument("-v", "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -170,6 +185,34 @@ def build_parser() -> argparse.ArgumentParser:
                    help="relative virial deviation: eps_ab / (||<W/N>|| + LEVEL), one magnitude per frame")
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
     p.set_defaults(func=_model_devi)
+
+    p = sub.add_parser("md", help="molecular dynamics (NVE, NVT, NPT) with a model; several models: model deviation")
+    p.add_argument("-m", "--models", nargs="+", required=True,
+                   help="model files; the first drives the dynamics, all give model_devi.out")
+    p.add_argument("-c", "--structure", help="any file ASE reads (extxyz, POSCAR, ...) or a DeePMD system folder")
+    p.add_argument("--format", dest="fmt", default=None, help="ASE format of the structure, e.g. lammps-data")
+    p.add_argument("--ensemble", default="nve", choices=["nve", "nvt", "npt"])
+    p.add_argument("--thermostat", default="bussi", choices=["bussi", "langevin"])
+    p.add_argument("--barostat", default="iso", choices=["iso", "aniso"], help="NPT cell scaling")
+    p.add_argument("--temp", dest="temperature", type=float, default=300.0, help="K (also the initial velocities)")
+    p.add_argument("--press", dest="pressure", type=float, default=1.0, help="bar")
+    p.add_argument("--dt", type=float, default=0.5, help="time step, fs")
+    p.add_argument("--steps", type=int, default=1000)
+    p.add_argument("--thermo", type=int, default=100, help="steps between thermo.out rows and progress lines")
+    p.add_argument("--dump", type=int, default=1000, help="steps between trajectory frames and restart files")
+    p.add_argument("--devi-freq", dest="devi_freq", type=int, default=None,
+                   help="steps between model-deviation rows (default: --thermo)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--skin", type=float, default=2.0, help="neighbour-list skin, Å")
+    p.add_argument("--tau-t", dest="tau_t", type=float, default=100.0, help="thermostat time constant, fs")
+    p.add_argument("--tau-p", dest="tau_p", type=float, default=1000.0, help="barostat time constant, fs")
+    p.add_argument("--compressibility", type=float, default=4.5e-5, help="barostat compressibility, 1/bar")
+    p.add_argument("--max-temp", dest="max_temperature", type=float, default=None,
+                   help="stop above this temperature, K (default: 10x --temp, at least 5000)")
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    p.add_argument("-o", "--output", default=".", help="folder for thermo.out, traj.extxyz, restart.pt")
+    p.add_argument("--restart", default=None, help="continue from a restart file (restart.pt)")
+    p.set_defaults(func=_md)
     return parser
 
 

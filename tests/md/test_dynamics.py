@@ -9,8 +9,8 @@ import pytest
 import torch
 from ase import Atoms
 from ase.md.verlet import VelocityVerlet as AseVelocityVerlet
-from helpers import make_model, random_system
-from md_helpers import Recorder, argon
+from helpers import make_model
+from md_helpers import Recorder, argon, water_like
 
 from deeppot import md
 from deeppot.calculator import DP
@@ -22,13 +22,6 @@ from deeppot.md.units import FS
 @pytest.fixture(scope="module")
 def model():
     return make_model(sel=(24, 24), rcut=4.0)
-
-
-def water_like(natoms: int = 24, seed: int = 1) -> Atoms:
-    """Random O/H atoms (no two closer than 1 Å) in a periodic 6 Å cube."""
-    coord, atype, box = random_system(natoms=natoms, box_len=6.0, min_dist=1.0, seed=seed)
-    return Atoms(["O" if t == 0 else "H" for t in atype.tolist()], positions=coord[0].numpy(), cell=box[0].numpy(),
-                 pbc=True)
 
 
 def start(model, skin: float = 1.0, seed: int = 1, temperature: float = 300.0, atoms: Atoms | None = None):
