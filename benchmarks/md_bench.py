@@ -52,7 +52,7 @@ def bench(natoms: int, dtype: str, args: argparse.Namespace) -> dict:
     start_case(device)
     model = water_model(dtype, args.model)
     atoms = water_atoms(natoms)
-    potential = md.DeepPotential([model], md.engine.atom_types(atoms.get_chemical_symbols(), model.type_map),
+    potential = md.DeepPotential([model], md.atom_types(atoms.get_chemical_symbols(), model.type_map),
                                  skin=args.skin, device=device)
     state = md.init(atoms, potential, temperature=300.0, seed=0)
     integrator = md.BussiNVT(dt=args.dt, temperature=300.0, tau=100.0)

@@ -3,7 +3,7 @@ NPT (stochastic cell rescaling), a Verlet-skin neighbour list rebuilt only when 
 continue bit for bit, and model deviation of an ensemble during the run. Needs ASE. Units: `deeppot.md.units`.
 
     from deeppot import md
-    potential = md.DeepPotential([load_model("model.dp")], atype)        # or md.potential_for(models, atoms)
+    potential = md.DeepPotential.for_atoms(["model.dp"], atoms, skin=2.0)  # first model drives; all: deviation
     state = md.init(atoms, potential, temperature=300, seed=1)
     md.run(state, potential, md.BussiNVT(dt=0.5, temperature=300), steps=1000,
            callbacks=[md.ThermoWriter("thermo.out", every=100), md.TrajectoryWriter("traj.extxyz", every=100)])
@@ -24,10 +24,10 @@ from deeppot.md.files import (
     to_atoms,
 )
 from deeppot.md.integrators import BussiNVT, LangevinNVT, StochasticCellRescaling, VelocityVerlet
-from deeppot.md.potential import DeepPotential, Potential
+from deeppot.md.potential import DeepPotential, Potential, atom_types
 from deeppot.md.state import MDState, Thermo, thermo
 
 __all__ = ["BussiNVT", "Callback", "DeepPotential", "LangevinNVT", "MDError", "MDState", "ModelDeviWriter",
            "Potential", "ProgressLogger", "RestartWriter", "Stepper", "StochasticCellRescaling", "Thermo",
-           "ThermoWriter", "TrajectoryWriter", "VelocityVerlet", "init", "load_restart", "read_structure", "run",
-           "save_restart", "thermo", "to_atoms"]
+           "ThermoWriter", "TrajectoryWriter", "VelocityVerlet", "atom_types", "init", "load_restart",
+           "read_structure", "run", "save_restart", "thermo", "to_atoms"]

@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from deeppot.md.engine import atom_types, init, run
+from deeppot.md.engine import init, run
 from deeppot.md.files import (
     ModelDeviWriter,
     ProgressLogger,
@@ -15,11 +15,12 @@ from deeppot.md.files import (
     ThermoWriter,
     TrajectoryWriter,
     load_restart,
+    read_restart,
     read_structure,
     save_restart,
 )
 from deeppot.md.integrators import BussiNVT, LangevinNVT, StochasticCellRescaling, VelocityVerlet
-from deeppot.md.potential import DeepPotential
+from deeppot.md.potential import DeepPotential, atom_types
 from deeppot.md.state import MDState
 
 __all__ = ["MDOptions", "make_integrator", "run_md"]
@@ -76,9 +77,11 @@ def run_md(opts: MDOptions) -> MDState:
     """Run the MD of `opts`, writing thermo.out, traj.extxyz, restart.pt [and model_devi.out] into opts.output."""
     from deeppot.io import load_model
 
-    for name, value in (("steps", opts.steps + 1), ("thermo", opts.thermo), ("dump", opts.dump)):
-        if value < 1:
-            raise ValueError(f"--{name} must be positive")
+    if opts.steps < 0 or opts.thermo < 1 or opts.dump < 1:
+        raise ValueError(f"need --steps >= 0, --thermo >= 1 and --dump >= 1; got {opts.steps}, {opts.thermo}, "
+                         f"{opts.dump}")
+    if len(opts.models) == 1 and opts.devi_freq is not None:
+        log.warning("--devi-freq needs several models (-m A.dp B.dp ...); no model deviation is written")
     integrator = make_integrator(opts)
     models = [load_model(m) for m in opts.models]
     out = Path(opts.output)
@@ -101,15 +104,15 @@ def _start(opts: MDOptions, models: list) -> tuple[MDState, DeepPotential]:
     """The state (from the structure, or the restart file) and the potential on the same atoms."""
     type_map = list(models[0].type_map)
     if opts.restart:
-        import torch
-
-        atype = torch.load(opts.restart, map_location="cpu", weights_only=False)["atype"]
+        data = read_restart(opts.restart)
+        atype = atom_types(data["symbols"], type_map)  # from the names: the models may order their types otherwise
+        data["atype"] = atype
         potential = DeepPotential(models, atype, opts.skin, opts.device)
-        return load_restart(opts.restart, potential, make_integrator(opts).settings()), potential
+        return load_restart(data, potential, make_integrator(opts).settings()), potential
     if opts.structure is None:
         raise ValueError("a structure (-c) or a restart file (--restart) is needed")
     atoms = read_structure(opts.structure, type_map, opts.fmt)
-    potential = DeepPotential(models, atom_types(atoms.get_chemical_symbols(), type_map), opts.skin, opts.device)
+    potential = DeepPotential.for_atoms(models, atoms, opts.skin, opts.device)
     return init(atoms, potential, opts.temperature, opts.seed), potential
 
 

@@ -25,7 +25,7 @@ import torch
 from ase import Atoms
 
 from deeppot.md.integrators import VelocityVerlet
-from deeppot.md.potential import Potential
+from deeppot.md.potential import Potential, atom_types
 from deeppot.md.state import MDState, Thermo, kinetic_energy, maxwell_boltzmann, remove_momentum, thermo
 from deeppot.md.units import FS, KB
 
@@ -44,14 +44,6 @@ class Callback(Protocol):
     def __call__(self, state: MDState, thermo: Thermo) -> None: ...
 
 
-def atom_types(symbols: Sequence[str], type_map: Sequence[str]) -> torch.Tensor:
-    unknown = sorted(set(symbols) - set(type_map))
-    if unknown:
-        raise ValueError(f"element(s) {', '.join(unknown)} not in the model's type map {list(type_map)}")
-    index = {name: i for i, name in enumerate(type_map)}
-    return torch.tensor([index[s] for s in symbols], dtype=torch.int64)
-
-
 def init(atoms: Atoms, potential: Potential, temperature: float | None = None, seed: int = 0) -> MDState:
     """A state on the potential's device from ASE atoms: float64 positions, masses (ASE's, i.e.
     ase.data.atomic_masses unless set), the cell when any direction is periodic; velocities from the atoms when
@@ -68,9 +60,10 @@ def init(atoms: Atoms, potential: Potential, temperature: float | None = None, s
         velocities = maxwell_boltzmann(masses, temperature or 0.0, generator)
     cell = torch.tensor(atoms.cell.array, **f64) if atoms.pbc.any() else None
     zeros = torch.zeros(len(atoms), 3, **f64)
+    symbols = atoms.get_chemical_symbols()
+    atype = atom_types(symbols, potential.type_map).to(device)
     state = MDState(torch.tensor(atoms.positions, **f64), velocities, zeros, zeros.new_zeros(()),
-                    zeros.new_zeros(3, 3), masses, atom_types(atoms.get_chemical_symbols(), potential.type_map),
-                    cell, atoms.get_chemical_symbols(), generator)
+                    zeros.new_zeros(3, 3), masses, atype, cell, symbols, generator)
     evaluate(potential, state, rebuild=True)
     return state
 

@@ -18,7 +18,7 @@ from deeppot.md.state import MDState, Thermo
 from deeppot.md.units import FS
 
 __all__ = ["ModelDeviWriter", "ProgressLogger", "RestartWriter", "ThermoWriter", "TrajectoryWriter",
-           "load_restart", "read_structure", "save_restart", "to_atoms"]
+           "load_restart", "read_restart", "read_structure", "save_restart", "to_atoms"]
 
 log = logging.getLogger(__name__)
 
@@ -110,12 +110,18 @@ def save_restart(path: str | Path, state: MDState, potential: Potential, setting
     atomic_write(path, lambda tmp: torch.save(data, tmp))
 
 
-def load_restart(path: str | Path, potential: Potential, settings: dict | None = None) -> MDState:
-    """The state saved by `save_restart`, on the potential's device, with its neighbour list rebuilt where the
-    saved run built it. Warns when the integrator settings differ from the saved ones."""
+def read_restart(path: str | Path) -> dict:
+    """The dict `save_restart` wrote (ValueError if the file is not one)."""
     data = torch.load(path, map_location="cpu", weights_only=False)
-    if data.get("version") != RESTART_VERSION:
-        raise ValueError(f"{path}: not a deeppot MD restart file (version {data.get('version')})")
+    if not isinstance(data, dict) or data.get("version") != RESTART_VERSION:
+        raise ValueError(f"{path}: not a deeppot MD restart file (version {RESTART_VERSION})")
+    return data
+
+
+def load_restart(restart: str | Path | dict, potential: Potential, settings: dict | None = None) -> MDState:
+    """The state saved by `save_restart` (a path or `read_restart`'s dict) on the potential's device, with the
+    neighbour list rebuilt where the saved run built it. Warns when the integrator settings differ from the saved."""
+    data = restart if isinstance(restart, dict) else read_restart(restart)
     if settings is not None and settings != data["integrator"]:
         log.warning("restart: the integrator settings %s differ from the saved %s", settings, data["integrator"])
     dev = potential.device

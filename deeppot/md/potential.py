@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 import torch
+from ase import Atoms
 from torch import Tensor
 
 from deeppot.infer.deep_pot import Evaluator
@@ -26,9 +28,17 @@ from deeppot.infer.model_devi import deviation_columns
 from deeppot.infer.neighbors import SkinNeighborList
 from deeppot.model import EnergyModel
 
-__all__ = ["DeepPotential", "Potential"]
+__all__ = ["DeepPotential", "Potential", "atom_types"]
 
 log = logging.getLogger(__name__)
+
+
+def atom_types(symbols: Sequence[str], type_map: Sequence[str]) -> torch.Tensor:
+    unknown = sorted(set(symbols) - set(type_map))
+    if unknown:
+        raise ValueError(f"element(s) {', '.join(unknown)} not in the model's type map {list(type_map)}")
+    index = {name: i for i, name in enumerate(type_map)}
+    return torch.tensor([index[s] for s in symbols], dtype=torch.int64)
 
 
 class Potential(Protocol):
@@ -69,6 +79,15 @@ class DeepPotential:
         self.nlist = SkinNeighborList(first.rcut, first.sel, skin)
         self.flat: FlatNeighbors | None = None  # the neighbour data of the last `compute`
         self.warned_close = False
+
+    @classmethod
+    def for_atoms(cls, models: Sequence[EnergyModel | str | Path], atoms: Atoms, skin: float = 2.0,
+                  device: torch.device | str | None = None) -> DeepPotential:
+        """The potential of model files or `EnergyModel`s for these ASE atoms (types from their symbols)."""
+        from deeppot.io import load_model
+
+        models = [m if isinstance(m, EnergyModel) else load_model(m) for m in models]
+        return cls(models, atom_types(atoms.get_chemical_symbols(), models[0].type_map), skin, device)
 
     @property
     def model(self) -> EnergyModel:

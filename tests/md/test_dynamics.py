@@ -26,7 +26,7 @@ def model():
 
 def start(model, skin: float = 1.0, seed: int = 1, temperature: float = 300.0, atoms: Atoms | None = None):
     atoms = atoms if atoms is not None else water_like()
-    pot = md.DeepPotential([model], md.engine.atom_types(atoms.get_chemical_symbols(), model.type_map), skin, "cpu")
+    pot = md.DeepPotential.for_atoms([model], atoms, skin, "cpu")
     return md.init(atoms, pot, temperature=temperature, seed=seed), pot
 
 
