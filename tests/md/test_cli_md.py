@@ -107,3 +107,11 @@ def test_failed_run_keeps_the_last_good_restart(files, tmp_path, capsys):
            "--max-temp", "1")
     assert "exceeds 1 K" in capsys.readouterr().err
     assert (tmp_path / "restart.pt").read_bytes() == good
+
+
+def test_lammps_data_structure(files, tmp_path):
+    write(tmp_path / "start.lmp", water_like(), format="lammps-data", masses=True, specorder=["O", "H"],
+          atom_style="atomic")
+    assert main(["md", "-m", str(files / "m0.dp"), "-c", str(tmp_path / "start.lmp"), "--format", "lammps-data",
+                 "--device", "cpu", "--steps", "2", "--thermo", "1", "-o", str(tmp_path / "out")]) == 0
+    assert read(tmp_path / "out" / "traj.extxyz", 0).get_chemical_symbols() == water_like().get_chemical_symbols()

@@ -159,3 +159,24 @@ def test_exploding_dynamics_stops_with_an_error():
     state = md.init(atoms, pot, temperature=50, seed=0)
     with pytest.raises(md.MDError, match=r"exceeds|not finite"):
         md.run(state, pot, md.VelocityVerlet(dt=5.0), 50)
+
+
+def test_cluster_without_cell_runs_nve(model):
+    atoms = water_like()
+    atoms.pbc, atoms.cell = False, None
+    state, pot = start(model, atoms=atoms)
+    rec = Recorder(every=10)
+    md.run(state, pot, md.VelocityVerlet(dt=0.5), 200, callbacks=[rec])
+    assert state.cell is None and np.isnan(rec.column("pressure")).all()
+    total = rec.column("total")
+    assert np.ptp(total) < 0.05 * np.ptp(rec.column("potential"))
+
+
+def test_velocities_of_the_structure_are_kept(model):
+    atoms = water_like()
+    velocities = np.random.default_rng(0).normal(size=(len(atoms), 3)) * 0.01  # Å/fs
+    atoms.set_velocities(velocities / FS)
+    state, _ = start(model, atoms=atoms, temperature=1000.0)
+    masses = atoms.get_masses()[:, None]
+    expected = velocities - (masses * velocities).sum(0) / masses.sum()  # zero total momentum
+    np.testing.assert_allclose(state.velocities.numpy(), expected, rtol=1e-12, atol=1e-15)
