@@ -5,12 +5,11 @@
            callbacks=[md.ThermoWriter("thermo.out", every=100)])
 
 Host syncs. The loop never reads a device value back per step. The neighbour list is updated without a build
-step after step while a flag, OR-ed on the device, records whether any step needed a rebuild (an atom moved more
-than skin / 2); the flag is read at the end of each segment of steps. If it is set, the segment is undone (the
-state and the generator state were copied at its start) and run again checking the list every step, so the result
-is exactly that of a loop that checks every step, rebuilds included. The segment length adapts (doubling after a
-clean segment, halving after a replay, at most `max_interval`) and segments also end at every callback step,
-where the thermo values are read once for all callbacks.
+step after step while the device records the first step that needed a rebuild (an atom moved more than skin / 2)
+and the state before it; that step number is read at the end of each segment of steps (`Stepper`). If there is
+one, the run goes back to it and runs it again with a rebuild, so the result is exactly that of a loop that checks
+every step, rebuilds included. Segments also end at every callback step, where the thermo values are read once
+for all callbacks, and the energy and temperature are checked at every segment end.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from typing import Protocol
 import numpy as np
 import torch
 from ase import Atoms
+from torch import Tensor
 
 from deeppot.md.integrators import VelocityVerlet
 from deeppot.md.potential import Potential, atom_types
@@ -73,39 +73,69 @@ def evaluate(potential: Potential, state: MDState, rebuild: bool) -> None:
 
 
 class Stepper:
-    """Runs segments of steps with sync-free neighbour updates, replaying a segment that needed a rebuild."""
+    """Runs segments of steps with sync-free neighbour updates; a segment in which some step needed a rebuild is
+    cut back to that step, which is run again with a rebuild.
+
+    During a segment two things are tracked on the device: `first`, the first step whose neighbour data may be
+    incomplete (-1: none), and a copy of the state before that step (`torch.where` on the moving tensors); the
+    generator state before each step is kept on the host (no sync). One host read of `first` ends the segment.
+    Segment lengths (`next_stop`) follow the last gap between rebuilds: one segment to 3/4 of the expected gap, then
+    segments of 1/8 of it, so a rebuild costs about three reads and one step run twice; before the first gap is
+    known, segments double from `interval`. At most `max_interval` steps a segment.
+    """
 
     def __init__(self, potential: Potential, interval: int = 4, max_interval: int = 100) -> None:
         self.potential, self.interval, self.max_interval = potential, interval, max_interval
-        self.replays = 0  # segments run twice
+        self.host_reads = 0  # reads of `first`: one per segment
+        self.replays = 0  # segments cut back to a step that needed a rebuild
+        self.last_build: int | None = None
+        self.gap: int | None = None  # steps between the last two rebuilds
+
+    def next_stop(self, step: int) -> int:
+        """Where the segment starting at `step` should end."""
+        if self.gap is None:
+            return step + self.interval
+        quiet = self.last_build + (3 * self.gap) // 4  # a rebuild is unlikely before this step
+        length = quiet - step if step < quiet else max(1, self.gap // 8)
+        return step + min(length, self.max_interval)
 
     def advance(self, state: MDState, integrator: VelocityVerlet, stop: int) -> None:
-        """Steps up to step `stop`, with results equal to checking the neighbour list at every step."""
-        saved = state.snapshot()
-        flag = torch.zeros((), dtype=torch.bool, device=state.device)
+        """Steps towards step `stop` (stopping early after a rebuild), with results equal to checking the neighbour
+        list at every step."""
+        start, rng = state.step, []
+        first = torch.full((), -1, dtype=torch.int64, device=state.device)
+        kept = state.moving()
 
         def optimistic(s: MDState) -> None:
-            nonlocal flag
-            flag = flag | self.potential.stale(s.positions, s.cell)
+            nonlocal first
+            first = torch.where((first < 0) & self.potential.stale(s.positions, s.cell), s.step, first)
             evaluate(self.potential, s, rebuild=False)
 
-        self._steps(state, integrator, stop, optimistic)
-        if not bool(flag):  # the one host read of the segment
+        while state.step < stop:
+            fresh = first < 0  # no stale step yet: the state before this step may be the one to go back to
+            kept = {name: torch.where(fresh, value, kept[name]) for name, value in state.moving().items()}
+            rng.append(state.generator.get_state())
+            integrator.step(state, optimistic)
+            state.step += 1
+        self.host_reads += 1
+        step = int(first)  # the one host read of the segment
+        if step < 0:
             self.interval = min(2 * self.interval, self.max_interval)
             return
-        state.restore(saved)
+        self._rebuild_step(state, integrator, step, kept, rng[step - start])
+
+    def _rebuild_step(self, state: MDState, integrator: VelocityVerlet, step: int, kept: dict, rng: Tensor) -> None:
+        """Go back to the state before `step` and run that step with a neighbour-list build."""
+        for name, value in kept.items():
+            setattr(state, name, value)
+        state.step = step
+        state.generator.set_state(rng)
+        integrator.step(state, lambda s: evaluate(self.potential, s, rebuild=True))
+        state.step += 1
         self.replays += 1
-        self.interval = max(1, self.interval // 2)
-        self._steps(state, integrator, stop, self.checked)
-
-    def checked(self, state: MDState) -> None:
-        evaluate(self.potential, state, rebuild=bool(self.potential.stale(state.positions, state.cell)))
-
-    @staticmethod
-    def _steps(state: MDState, integrator: VelocityVerlet, stop: int, compute) -> None:
-        while state.step < stop:
-            integrator.step(state, compute)
-            state.step += 1
+        if self.last_build is not None:
+            self.gap = step - self.last_build
+        self.last_build = step
 
 
 def run(state: MDState, potential: Potential, integrator: VelocityVerlet, steps: int,
@@ -121,7 +151,7 @@ def run(state: MDState, potential: Potential, integrator: VelocityVerlet, steps:
     dof, end = integrator.dof(state.natoms), state.step + steps
     _call(callbacks, state, dof, integrator.dt, start=True)
     while state.step < end:
-        stop = min(end, state.step + stepper.interval, *(_next_multiple(state.step, cb.every) for cb in callbacks))
+        stop = min(end, stepper.next_stop(state.step), *(_next_multiple(state.step, cb.every) for cb in callbacks))
         stepper.advance(state, integrator, stop)
         check_health(state, dof, limit)
         _call(callbacks, state, dof, integrator.dt)

@@ -39,7 +39,7 @@ class MDState:
     generator: torch.Generator
     step: int = 0
 
-    # what a step changes (with `step` and the generator): `snapshot` copies these
+    # what a step changes (with `step` and the generator)
     MOVING: ClassVar[tuple[str, ...]] = ("positions", "velocities", "forces", "energy", "virial", "cell")
 
     @property
@@ -50,16 +50,9 @@ class MDState:
     def device(self) -> torch.device:
         return self.positions.device
 
-    def snapshot(self) -> dict:
-        """Copies of everything a step changes (tensors, step, generator state), for `restore`."""
-        saved = {name: None if getattr(self, name) is None else getattr(self, name).clone() for name in self.MOVING}
-        return {**saved, "step": self.step, "rng": self.generator.get_state()}
-
-    def restore(self, saved: dict) -> None:
-        for name in self.MOVING:
-            setattr(self, name, None if saved[name] is None else saved[name].clone())
-        self.step = saved["step"]
-        self.generator.set_state(saved["rng"])
+    def moving(self) -> dict[str, Tensor]:
+        """The tensors a step replaces (steps never modify a tensor in place, so these stay valid)."""
+        return {name: getattr(self, name) for name in self.MOVING if getattr(self, name) is not None}
 
 
 @dataclass(frozen=True)

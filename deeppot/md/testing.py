@@ -12,8 +12,10 @@ __all__ = ["LennardJones"]
 
 
 class LennardJones:
-    """U = sum_{i<j} 4 eps ((sigma / r)^12 - (sigma / r)^6) - U(rcut) for r < rcut, minimum image (rcut must be
-    under half the cell's smallest width). Defaults: argon (eps 0.0104 eV, sigma 3.4 Å, rcut 8.5 Å).
+    """Shifted-force Lennard-Jones: u(r) = 4 eps ((sigma / r)^12 - (sigma / r)^6), and for r < rcut the pair energy
+    u(r) - u(rcut) - (r - rcut) u'(rcut), so energy and force go to zero at rcut (smooth enough for the integrators'
+    statistics to be exact to the time-step error). Minimum image: rcut must be under half the cell's smallest
+    width. Defaults: argon (eps 0.0104 eV, sigma 3.4 Å, rcut 8.5 Å).
 
     Forces and virial are written out (DeePMD's virial sign); tests/md check them against finite differences.
     """
@@ -24,8 +26,16 @@ class LennardJones:
                  type_map: Sequence[str] = ("Ar",), device: str | torch.device = "cpu") -> None:
         self.epsilon, self.sigma, self.rcut = float(epsilon), float(sigma), float(rcut)
         self.type_map, self.device = list(type_map), torch.device(device)
-        sr6 = (self.sigma / self.rcut) ** 6
-        self.shift = 4 * self.epsilon * (sr6 * sr6 - sr6)
+        self.u_cut, self.du_cut = self.pair_energy(self.rcut**2), self.pair_slope(self.rcut**2)
+
+    def pair_energy(self, r2):
+        sr6 = (self.sigma**2 / r2) ** 3
+        return 4 * self.epsilon * (sr6 * sr6 - sr6)
+
+    def pair_slope(self, r2):
+        """u'(r) = -24 eps (2 (sigma/r)^12 - (sigma/r)^6) / r."""
+        sr6 = (self.sigma**2 / r2) ** 3
+        return -24 * self.epsilon * (2 * sr6 * sr6 - sr6) / r2**0.5
 
     def stale(self, positions: Tensor, cell: Tensor | None) -> Tensor:
         return torch.zeros((), dtype=torch.bool, device=positions.device)  # no list: never stale
@@ -45,16 +55,16 @@ class LennardJones:
 
     def energy(self, positions: Tensor, cell: Tensor | None) -> Tensor:
         _, r2, pair = self.pairs(positions, cell)
-        sr6 = (self.sigma**2 / r2) ** 3
-        return torch.where(pair, 4 * self.epsilon * (sr6 * sr6 - sr6) - self.shift, 0.0).sum()
+        shifted = self.pair_energy(r2) - self.u_cut - (r2.sqrt() - self.rcut) * self.du_cut
+        return torch.where(pair, shifted, 0.0).sum()
 
     def compute(self, positions: Tensor, cell: Tensor | None, rebuild: bool) -> tuple[Tensor, Tensor, Tensor]:
-        """Energy, forces and virial written out: g_ij = dU/dd_ij = U'(r) d / r = -24 eps (2 (s/r)^12 - (s/r)^6)
-        d / r^2; F_i = sum_j g_ij - sum_j g_ji; W = -sum g_ij (x) d_ij."""
+        """Energy, forces and virial written out: g_ij = dU/dd_ij = (u'(r) - u'(rcut)) d / r for d_ij = r_j - r_i;
+        F_i = sum_j g_ij - sum_j g_ji; W = -sum g_ij (x) d_ij."""
         d, r2, pair = self.pairs(positions, cell)
-        sr6 = (self.sigma**2 / r2) ** 3
-        energy = torch.where(pair, 4 * self.epsilon * (sr6 * sr6 - sr6) - self.shift, 0.0).sum()
-        coef = torch.where(pair, -24 * self.epsilon * (2 * sr6 * sr6 - sr6) / r2, 0.0)  # (N, N)
+        r = r2.sqrt()
+        energy = torch.where(pair, self.pair_energy(r2) - self.u_cut - (r - self.rcut) * self.du_cut, 0.0).sum()
+        coef = torch.where(pair, (self.pair_slope(r2) - self.du_cut) / r, 0.0)  # (N, N)
         g = coef[..., None] * d  # (N, N, 3)
         forces = g.sum(1) - g.sum(0)
         virial = -torch.einsum("ija,ijb->ab", g, d)
