@@ -106,6 +106,12 @@ def _model_devi(args: argparse.Namespace) -> None:
     log.info("model deviation written to %s", args.output)
 
 
+def _neighbor_stat(args: argparse.Namespace) -> None:
+    from deeppot.tools.neighbor_stat import run_neighbor_stat
+
+    run_neighbor_stat(args.system, args.rcut, args.type_map, mixed_type=args.mixed_type, device=args.device)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="deeppot", description="Fast Deep Potential training, DeePMD-kit compatible")
     parser.add_argument("-v", "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -170,6 +176,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="relative virial deviation: eps_ab / (||<W/N>|| + LEVEL), one magnitude per frame")
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
     p.set_defaults(func=_model_devi)
+
+    p = sub.add_parser("neighbor-stat", help="min distance and max neighbours per type, like `dp neighbor-stat`")
+    p.add_argument("-s", "--system", nargs="+", default=["."],
+                   help="system folders (searched recursively) or HDF5 files")
+    p.add_argument("-r", "--rcut", type=float, required=True, help="cutoff radius (Å)")
+    p.add_argument("-t", "--type-map", nargs="+", default=None, help="type names (default: the data's type_map.raw)")
+    p.add_argument("--mixed-type", "--one-type", dest="mixed_type", action="store_true",
+                   help="count all types as one (as DeePMD-kit does for type-embedding descriptors)")
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    p.set_defaults(func=_neighbor_stat)
     return parser
 
 
