@@ -112,6 +112,12 @@ def _neighbor_stat(args: argparse.Namespace) -> None:
     run_neighbor_stat(args.system, args.rcut, args.type_map, mixed_type=args.mixed_type, device=args.device)
 
 
+def _show(args: argparse.Namespace) -> None:
+    from deeppot.tools.show import show
+
+    show(args.INPUT, args.ATTRIBUTES)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="deeppot", description="Fast Deep Potential training, DeePMD-kit compatible")
     parser.add_argument("-v", "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -186,6 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="count all types as one (as DeePMD-kit does for type-embedding descriptors)")
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
     p.set_defaults(func=_neighbor_stat)
+
+    p = sub.add_parser("show", help="type map, descriptor, fitting net and size of a model, like `dp show`")
+    p.add_argument("INPUT", help="a model file (.dp, .yaml) or a checkpoint (.pt)")
+    p.add_argument("ATTRIBUTES", nargs="+", choices=["model-branch", "type-map", "descriptor", "fitting-net", "size"])
+    p.set_defaults(func=_show)
     return parser
 
 
