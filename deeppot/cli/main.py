@@ -118,6 +118,13 @@ def _show(args: argparse.Namespace) -> None:
     show(args.INPUT, args.ATTRIBUTES)
 
 
+def _change_bias(args: argparse.Namespace) -> None:
+    from deeppot.tools.change_bias import change_bias
+
+    change_bias(args.INPUT, systems=args.system, datafile=args.datafile, numb_batch=args.numb_batch, mode=args.mode,
+                bias_value=args.bias_value, output=args.output, device=args.device)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="deeppot", description="Fast Deep Potential training, DeePMD-kit compatible")
     parser.add_argument("-v", "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -197,6 +204,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("INPUT", help="a model file (.dp, .yaml) or a checkpoint (.pt)")
     p.add_argument("ATTRIBUTES", nargs="+", choices=["model-branch", "type-map", "descriptor", "fitting-net", "size"])
     p.set_defaults(func=_show)
+
+    p = sub.add_parser("change-bias", help="re-fit a model's per-type energy bias on data, like `dp change-bias`")
+    p.add_argument("INPUT", help="a model file (.dp, .yaml) or a checkpoint (.pt, deeppot's or DeePMD-kit's)")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("-s", "--system", nargs="+", default=None,
+                        help="system folders (searched recursively) or HDF5 files (default: .)")
+    source.add_argument("-f", "--datafile", default=None, help="a text file listing one system per line")
+    source.add_argument("-b", "--bias-value", type=float, nargs="+", default=None,
+                        help="the new bias of each type of the model's type_map (eV), instead of a fit")
+    p.add_argument("-n", "--numb-batch", type=int, default=0, help="frames per system used (0: all)")
+    p.add_argument("-m", "--mode", default="change", choices=["change", "set"],
+                   help="change: add the fit of E_label - E_model to the bias; set: fit the bias to E_label")
+    p.add_argument("-o", "--output", default=None, help="output model (default: INPUT with _updated before the suffix)")
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    p.set_defaults(func=_change_bias)
     return parser
 
 
