@@ -29,9 +29,10 @@ def systems_frames() -> list[dict[str, np.ndarray]]:
         if not path.is_dir():
             pytest.skip(f"{path} not available")
         atype = np.loadtxt(path / "type.raw", dtype=np.int64).reshape(-1)
-        load = lambda key: np.load(path / "set.000" / f"{key}.npy")[:NFRAMES].astype(np.float64)  # noqa: E731
-        out.append({"coord": load("coord").reshape(NFRAMES, -1, 3), "box": load("box").reshape(NFRAMES, 9),
-                     "energy": load("energy").reshape(NFRAMES), "atype": atype})
+        arrays = {key: np.load(path / "set.000" / f"{key}.npy")[:NFRAMES].astype(np.float64)
+                  for key in ("coord", "box", "energy")}
+        out.append({"coord": arrays["coord"].reshape(NFRAMES, -1, 3), "box": arrays["box"].reshape(NFRAMES, 9),
+                     "energy": arrays["energy"].reshape(NFRAMES), "atype": atype})
     return out
 
 
