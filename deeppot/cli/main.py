@@ -125,6 +125,15 @@ def _change_bias(args: argparse.Namespace) -> None:
                 bias_value=args.bias_value, output=args.output, device=args.device)
 
 
+def _convert_data(args: argparse.Namespace) -> None:
+    from deeppot.tools.convert_data import convert_data
+
+    try:
+        convert_data(args.INPUT, args.format, args.output, type_map=args.type_map, set_size=args.set_size)
+    except ImportError as err:  # the optional dpdata extra is missing: a user error with its fix
+        raise ValueError(str(err)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="deeppot", description="Fast Deep Potential training, DeePMD-kit compatible")
     parser.add_argument("-v", "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -219,6 +228,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default=None, help="output model (default: INPUT with _updated before the suffix)")
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
     p.set_defaults(func=_change_bias)
+
+    p = sub.add_parser("convert-data", help="convert data in any format dpdata reads to DeePMD npy systems")
+    p.add_argument("INPUT", help="a file or folder in format FMT")
+    p.add_argument("-f", "--format", required=True, help="dpdata's format name (vasp/outcar, extxyz, deepmd/npy, ...)")
+    p.add_argument("-o", "--output", required=True, help="output folder (new or empty)")
+    p.add_argument("-t", "--type-map", nargs="+", default=None, help="type names: atom types are mapped onto them")
+    p.add_argument("--set-size", type=int, default=5000, help="frames per set.* folder")
+    p.set_defaults(func=_convert_data)
     return parser
 
 
@@ -228,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
                         datefmt="%H:%M:%S")
     try:
         args.func(args)
-    except (ConfigError, DataError, FileNotFoundError, TrainingError, ValueError) as err:
+    except (ConfigError, DataError, FileNotFoundError, FileExistsError, TrainingError, ValueError) as err:
         # user errors get one clear line, not a traceback (use -v DEBUG for the traceback)
         log.debug("traceback", exc_info=True)
         print(f"deeppot {args.command}: error: {err}", file=sys.stderr)
