@@ -47,8 +47,15 @@ def _resolve_data_paths(config: dict, input_dir: Path) -> None:
             continue
         systems = section["systems"]
         paths = [systems] if isinstance(systems, str) else list(systems)
-        resolved = [p if Path(p).exists() or not (input_dir / p).exists() else str(input_dir / p) for p in paths]
+        resolved = [_relative_to_input(p, input_dir) for p in paths]
         section["systems"] = resolved if isinstance(systems, list) else resolved[0]
+
+
+def _relative_to_input(path: str, input_dir: Path) -> str:
+    """`path` if it exists from here, else the same path under `input_dir` if that exists (for an HDF5 system
+    `file.h5#/group` the file part decides)."""
+    file = path.split("#", 1)[0]
+    return str(input_dir / path) if not Path(file).exists() and (input_dir / file).exists() else path
 
 
 def _freeze(args: argparse.Namespace) -> None:

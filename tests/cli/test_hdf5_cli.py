@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
 import h5py
 import numpy as np
 from helpers import make_model
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
+from test_trainer import tiny_input
 
 from deeppot.cli.main import main
 from deeppot.io import load_model, save_model
@@ -58,3 +65,19 @@ def test_change_bias_on_hdf5(tmp_path):
         outs.append(load_model(out).fitting.out_bias)
     assert outs[0].tolist() == outs[1].tolist()
     assert outs[0].tolist() != make_model().fitting.out_bias.tolist()
+
+
+def test_train_on_hdf5_equals_npy(tmp_path, monkeypatch):
+    """training_data.systems as `file.h5#/group`, relative to the folder of input.json: the same learning curve
+    as from the npy folder (same frames, same seed)."""
+    write_pair(tmp_path / "in", nframes=4)  # in/npy and in/d.hdf5#/w
+    curves = []
+    for name, systems in (("npy", "npy"), ("h5", "d.hdf5#/w")):
+        work = tmp_path / name
+        work.mkdir()
+        monkeypatch.chdir(work)
+        config = tiny_input([systems], None, steps=4)
+        (tmp_path / "in" / f"{name}.json").write_text(json.dumps(config))
+        assert main(["train", str(tmp_path / "in" / f"{name}.json"), "--device", "cpu"]) == 0
+        curves.append(np.loadtxt(work / "lcurve.out"))
+    np.testing.assert_array_equal(curves[0], curves[1])
