@@ -16,7 +16,8 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from deeppot.nlist.cell_list import _candidate_pairs, _segments, bin_atoms, extend_frame
+from deeppot.nlist import choose_method
+from deeppot.nlist.cell_list import _candidate_pairs, _segments, bin_atoms, extend_frame  # the builder's own steps
 from deeppot.nlist.ghosts import as_box, extend_coords, wrap_coords, wrap_fractional
 
 __all__ = ["frame_neighbor_stat"]
@@ -41,8 +42,6 @@ def frame_neighbor_stat(coord: Tensor, atype: Tensor, box: Tensor | None, rcut: 
         no other atom in reach (the reference path sees every image within rcut of the cell, the cell list only
         those within about rcut of each atom: both agree whenever the smallest distance is below rcut).
     """
-    from deeppot.nlist import choose_method
-
     if method == "auto":
         method = choose_method(coord, box, rcut)
     ngroups = 1 if mixed_type else ntypes
