@@ -9,7 +9,14 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from compat.deepmd_ref import SHARED_DATA, deepmd_load, model_section
+from compat.deepmd_ref import (
+    SHARED_DATA,
+    deepmd_build,
+    deepmd_load,
+    deepmd_save,
+    model_section,
+    randomize_model_dict,
+)
 
 from deeppot.cli.main import main
 from deeppot.io import save_model
@@ -109,3 +116,21 @@ def test_only_out_bias_changes(model_file, tmp_path):
         assert names == sorted(b.keys())
         changed = [n for n in names if not np.array_equal(a[n][()], b[n][()])]
     assert len(changed) == 1  # the out_bias variable, nothing else
+
+
+def test_deepmd_written_model(tmp_path):
+    """A .dp file written by DeePMD-kit (its own weights, a non-zero fitting bias_atom_e as in TF-converted
+    models): change mode adds the fit to out_bias only, and DeePMD-kit reads the result."""
+    frames = systems_frames()
+    section = model_section("alloy", neuron=[4, 8])
+    model_dict = randomize_model_dict(deepmd_build(section).serialize(), seed=3)
+    deepmd_save(tmp_path / "dp.dp", model_dict, section)
+    ours = run_change_bias(tmp_path / "dp.dp", tmp_path, "change")
+    dp_model = deepmd_load(tmp_path / "dp.dp")
+    dp_model.atomic_model.change_out_bias(deepmd_sample(frames, 3), bias_adjust_mode="change-by-statistic")
+    theirs = np.asarray(dp_model.atomic_model.get_out_bias(), np.float64)[0, :, 0]
+    np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-8)
+    before, after = deepmd_load(tmp_path / "dp.dp"), deepmd_load(tmp_path / "change.dp")
+    np.testing.assert_array_equal(after.atomic_model.fitting_net.bias_atom_e,
+                                  before.atomic_model.fitting_net.bias_atom_e)
+    assert np.abs(before.atomic_model.fitting_net.bias_atom_e).max() > 0
