@@ -112,3 +112,15 @@ def test_without_dpdata_says_how_to_install(tmp_path, monkeypatch, capsys):
     write_npy_system(tmp_path / "src")
     assert main(["convert-data", str(tmp_path / "src"), "-f", "deepmd/npy", "-o", str(tmp_path / "out")]) == 1
     assert "pip install 'deeppot[dpdata]'" in capsys.readouterr().err
+
+
+def test_unlabelled_poscar_equals_dpdata(tmp_path):
+    build = pytest.importorskip("ase.build")
+    ase_io = pytest.importorskip("ase.io")
+    ase_io.write(tmp_path / "POSCAR", build.bulk("Cu", "fcc", a=3.6).repeat(2), format="vasp")
+    assert main(["convert-data", str(tmp_path / "POSCAR"), "-f", "vasp/poscar", "-o", str(tmp_path / "ours")]) == 0
+    dpdata.System(str(tmp_path / "POSCAR"), fmt="vasp/poscar").to("deepmd/npy", str(tmp_path / "theirs"),
+                                                                  prec=np.float64)
+    assert_same_tree(tmp_path / "ours", tmp_path / "theirs")
+    assert not (tmp_path / "ours" / "set.000" / "energy.npy").exists()
+    assert load_system(tmp_path / "ours").find["energy"] is False
