@@ -206,6 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
     p.set_defaults(func=_model_devi)
 
+    _add_tool_commands(sub)
+    return parser
+
+
+def _add_tool_commands(sub) -> None:
+    """neighbor-stat, show, change-bias, convert-data (deeppot.tools)."""
     p = sub.add_parser("neighbor-stat", help="min distance and max neighbours per type, like `dp neighbor-stat`")
     p.add_argument("-s", "--system", nargs="+", default=["."],
                    help="system folders (searched recursively) or HDF5 files")
@@ -243,7 +249,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-t", "--type-map", nargs="+", default=None, help="type names: atom types are mapped onto them")
     p.add_argument("--set-size", type=int, default=5000, help="frames per set.* folder")
     p.set_defaults(func=_convert_data)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
