@@ -11,7 +11,8 @@ Models: fresh weights ("weights": "random") from the model section of <inputs>/<
 precision, saved as .dp for the peer. Modes, per size:
   eval            deeppot.infer.DeepPot.eval: NumPy in and out, neighbour list built in every call;
   prebuilt_nlist  Evaluator.evaluate_neighbors on device tensors with the neighbour list built once (what MD uses);
-                  nlist_ms is the time of one neighbour-list build; the peak counts the built list, not its build.
+                  nlist_ms is the time of one neighbour-list build; the peak counts the built list, not its build;
+  graphed         the same replayed from a CUDA graph (GPU only; GraphedEvaluation, what MD on small systems uses).
 Pair stages (--paths): auto = the fused Triton kernels where they run ("path": "fused"), else PyTorch; pytorch =
 fused=False ("path": "pytorch"); tf32 = the fused kernels' mixed-precision opt-in, float32 ("path": "fused-tf32").
 ms_per_call is the mean over calls after warm-up (each call synchronised), atom_steps_per_s = natoms / that;
@@ -180,8 +181,8 @@ def measure_eval(torch, dp, cell, args) -> dict:
     return finish_row({"e_per_atom": float(e[0, 0]) / natoms, "peak_mem_MiB": peak_mib(torch, dev)}, stats, natoms)
 
 
-def measure_prebuilt(torch, dp, cell, args) -> dict:
-    """Evaluator.evaluate_neighbors on a neighbour list built once, outside the timing."""
+def measure_prebuilt(torch, dp, cell, args, evaluate=None) -> dict:
+    """Evaluator.evaluate_neighbors (or `evaluate`) on a neighbour list built once, outside the timing."""
     natoms, _, coord, box, atype = cell
     ev, dev = dp.evaluator, dp.evaluator.device
     coord_t = torch.as_tensor(coord, dtype=torch.float64, device=dev).reshape(1, natoms, 3)
@@ -195,13 +196,21 @@ def measure_prebuilt(torch, dp, cell, args) -> dict:
     sync()
     nlist_ms = round((time.perf_counter() - t0) * 1e3, 3)
     reset_peak(torch, dev)  # the peak: the built list (resident) + the evaluation
-    stats, out = time_calls(lambda: ev.evaluate_neighbors(flat), sync, args.repeat_seconds, args.case_seconds,
-                            args.min_calls)
+    evaluate = evaluate or ev.evaluate_neighbors
+    stats, out = time_calls(lambda: evaluate(flat), sync, args.repeat_seconds, args.case_seconds, args.min_calls)
     row = {"e_per_atom": float(out["energy"][0]) / natoms, "peak_mem_MiB": peak_mib(torch, dev), "nlist_ms": nlist_ms}
     return finish_row(row, stats, natoms)
 
 
-MEASURE = {"eval": measure_eval, "prebuilt_nlist": measure_prebuilt}
+def measure_graphed(torch, dp, cell, args) -> dict:
+    """As prebuilt_nlist, the evaluation replayed from a CUDA graph (deeppot.infer.graph.GraphedEvaluation)."""
+    from deeppot.infer.graph import GraphedEvaluation
+
+    graphed = GraphedEvaluation(dp.evaluator)
+    return measure_prebuilt(torch, dp, cell, args, lambda flat: graphed(flat))
+
+
+MEASURE = {"eval": measure_eval, "prebuilt_nlist": measure_prebuilt, "graphed": measure_graphed}
 PATH_OPTIONS = {"auto": {}, "pytorch": {"fused": False}, "tf32": {"tf32": True}}
 
 

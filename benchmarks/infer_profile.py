@@ -1,7 +1,7 @@
-"""Where inference time goes: the fused pair stage split into its parts, and kernel tile variants.
+"""Where inference time goes: the fused pair stage split into its parts, kernel variants, eager against graphed.
 
 One JSON line per measurement. Water supercells (replicas of examples/water data_0 frame 0), the water benchmark
-model with random weights. Usage (GPU): python benchmarks/infer_profile.py --reps 4 8 --out profile.jsonl
+model with random weights. Usage (GPU): python benchmarks/infer_profile.py --reps 1 4 8 --out profile.jsonl
 """
 
 from __future__ import annotations
@@ -67,37 +67,77 @@ def stage_parts(model: EnergyModel, flat, n: int) -> dict[str, float]:
             "pair_grad_ms": timed(lambda: kernels.pair_grad_from_t_bar(d, rij, ct, t_bar))}
 
 
-def profile(precision: str, reps: int, variants: list[tuple[int, int]], device: torch.device) -> list[dict]:
+def kernel_variants(model: EnergyModel, flat, n: int, t_variants, grad_variants, precision: str) -> list[dict]:
+    """ms of the T kernel and of the gradient kernel for each of their (BLOCK, warps), on the first n centres;
+    the defaults are restored afterwards."""
+    d = model.descriptor
+    rij = flat.pair_vectors(0, n, model.rcut).to(d.dtype)
+    ct = flat.center_type[:n]
+    t_bar = torch.randn(n, 4, d.neuron[-1], dtype=d.dtype, device=rij.device)
+    saved = dict(kernels.TILES)
+    rows = []
+    try:
+        for block, warps in t_variants:
+            kernels.TILES["t"] = (block, warps)
+            rows.append({"kernel": "t", "block": block, "warps": warps,
+                         "ms": timed(lambda: kernels.descriptor_t(d, rij, ct, precision))})
+        for block, warps in grad_variants:
+            kernels.TILES["grad"] = (block, warps)
+            rows.append({"kernel": "grad", "block": block, "warps": warps,
+                         "ms": timed(lambda: kernels.pair_grad_from_t_bar(d, rij, ct, t_bar, precision))})
+    finally:
+        kernels.TILES.update(saved)
+    return rows
+
+
+def graphed_ms(ev: Evaluator, flat) -> float:
+    """ms per replay of the whole evaluation from a CUDA graph."""
+    from deeppot.infer.graph import GraphedEvaluation
+
+    graphed = GraphedEvaluation(ev)
+    return timed(lambda: graphed(flat), 20)
+
+
+def profile(precision: str, reps: int, args, device: torch.device) -> list[dict]:
     cfg = json.loads(json.dumps(WATER_MODEL))
     cfg["descriptor"]["precision"] = cfg["fitting_net"]["precision"] = precision
-    ev = Evaluator(EnergyModel.from_config(cfg), device)
+    ev = Evaluator(EnergyModel.from_config(cfg), device, tf32=args.tf32)
     coord, atype, box = water_supercell(reps, device)
     n = coord.shape[1]
-    base = {"case": f"water:{precision}:{n}", "gpu": torch.cuda.get_device_name(device), "chunk": ev.chunk_atoms}
+    base = {"case": f"water:{precision}:{n}", "gpu": torch.cuda.get_device_name(device), "chunk": ev.chunk_atoms,
+            "tf32": args.tf32}
     rows = [{**base, "nlist_build_ms": timed(lambda: ev.neighbors(coord, atype, box), 1)}]
     flat = ev.neighbors(coord, atype, box)
-    rows.append({**base, **stage_parts(ev.model, flat, min(n, ev.chunk_atoms))})
-    for block, warps in variants:
-        kernels.TILES["t"] = (block, warps)
-        torch.cuda.reset_peak_memory_stats(device)
-        ms = timed(lambda: evaluate_flat(ev.model, flat, ev.chunk_atoms, ev.pair_stage))
-        rows.append({**base, "block": block, "warps": warps, "ms_per_step": ms, "atom_steps_per_s": n / ms * 1e3,
-                     "peak_mem_MiB": torch.cuda.max_memory_allocated(device) / 2**20})
+    m = min(n, ev.chunk_atoms)
+    rows.append({**base, **stage_parts(ev.model, flat, m)})
+    rows += [{**base, **row} for row in kernel_variants(ev.model, flat, m, args.t_variants, args.grad_variants,
+                                                           "tf32" if args.tf32 else "tf32x3")]
+    torch.cuda.reset_peak_memory_stats(device)
+    ms = timed(lambda: evaluate_flat(ev.model, flat, ev.chunk_atoms, ev.pair_stage))
+    rows.append({**base, "whole": "eager", "ms_per_step": ms, "atom_steps_per_s": n / ms * 1e3,
+                 "peak_mem_MiB": torch.cuda.max_memory_allocated(device) / 2**20})
+    if n <= args.graph_max_atoms:
+        ms = graphed_ms(ev, flat)
+        rows.append({**base, "whole": "graphed", "ms_per_step": ms, "atom_steps_per_s": n / ms * 1e3})
     return rows
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--reps", type=int, nargs="+", default=[4, 8])
+    p.add_argument("--reps", type=int, nargs="+", default=[1, 4, 8])
     p.add_argument("--precisions", nargs="+", default=["float32", "float64"])
-    p.add_argument("--variants", nargs="+", default=["32x4", "16x4", "64x4"], help="BLOCKxWARPS of the T kernel")
+    p.add_argument("--t-variants", nargs="+", default=["32x4", "16x4"], help="BLOCKxWARPS of the T kernel")
+    p.add_argument("--grad-variants", nargs="+", default=["16x4", "16x8"], help="BLOCKxWARPS of the gradient kernel")
+    p.add_argument("--tf32", action="store_true", help="the fused kernels' one-pass TF32 opt-in (float32)")
+    p.add_argument("--graph-max-atoms", type=int, default=20000, help="also time a graphed evaluation up to here")
     p.add_argument("--out", default=None)
     args = p.parse_args()
-    variants = [tuple(int(x) for x in v.split("x")) for v in args.variants]
+    args.t_variants = [tuple(int(x) for x in v.split("x")) for v in args.t_variants]
+    args.grad_variants = [tuple(int(x) for x in v.split("x")) for v in args.grad_variants]
     torch.set_grad_enabled(False)
     for precision in args.precisions:
         for reps in args.reps:
-            for row in profile(precision, reps, variants, torch.device("cuda")):
+            for row in profile(precision, reps, args, torch.device("cuda")):
                 line = json.dumps(row)
                 print(line, flush=True)
                 if args.out:

@@ -47,8 +47,15 @@ def _resolve_data_paths(config: dict, input_dir: Path) -> None:
             continue
         systems = section["systems"]
         paths = [systems] if isinstance(systems, str) else list(systems)
-        resolved = [p if Path(p).exists() or not (input_dir / p).exists() else str(input_dir / p) for p in paths]
+        resolved = [_relative_to_input(p, input_dir) for p in paths]
         section["systems"] = resolved if isinstance(systems, list) else resolved[0]
+
+
+def _relative_to_input(path: str, input_dir: Path) -> str:
+    """`path` if it exists from here, else the same path under `input_dir` if that exists (for an HDF5 system
+    `file.h5#/group` the file part decides)."""
+    file = path.split("#", 1)[0]
+    return str(input_dir / path) if not Path(file).exists() and (input_dir / file).exists() else path
 
 
 def _freeze(args: argparse.Namespace) -> None:
@@ -104,6 +111,34 @@ def _model_devi(args: argparse.Namespace) -> None:
     make_model_devi(models, args.system, args.output, args.frequency, real_error=args.real_error,
                     atomic=args.atomic, relative=args.relative, relative_v=args.relative_v, device=args.device)
     log.info("model deviation written to %s", args.output)
+
+
+def _neighbor_stat(args: argparse.Namespace) -> None:
+    from deeppot.tools.neighbor_stat import run_neighbor_stat
+
+    run_neighbor_stat(args.system, args.rcut, args.type_map, mixed_type=args.mixed_type, device=args.device)
+
+
+def _show(args: argparse.Namespace) -> None:
+    from deeppot.tools.show import show
+
+    show(args.INPUT, args.ATTRIBUTES)
+
+
+def _change_bias(args: argparse.Namespace) -> None:
+    from deeppot.tools.change_bias import change_bias
+
+    change_bias(args.INPUT, systems=args.system, datafile=args.datafile, numb_batch=args.numb_batch, mode=args.mode,
+                bias_value=args.bias_value, output=args.output, device=args.device)
+
+
+def _convert_data(args: argparse.Namespace) -> None:
+    from deeppot.tools.convert_data import convert_data
+
+    try:
+        convert_data(args.INPUT, args.format, args.output, type_map=args.type_map, set_size=args.set_size)
+    except ImportError as err:  # the optional dpdata extra is missing: a user error with its fix
+        raise ValueError(str(err)) from None
 
 
 def _md(args: argparse.Namespace) -> None:
@@ -186,6 +221,54 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
     p.set_defaults(func=_model_devi)
 
+    _add_tool_commands(sub)
+    _add_md_command(sub)
+    return parser
+
+
+def _add_tool_commands(sub) -> None:
+    """neighbor-stat, show, change-bias, convert-data (deeppot.tools)."""
+    p = sub.add_parser("neighbor-stat", help="min distance and max neighbours per type, like `dp neighbor-stat`")
+    p.add_argument("-s", "--system", nargs="+", default=["."],
+                   help="system folders (searched recursively) or HDF5 files")
+    p.add_argument("-r", "--rcut", type=float, required=True, help="cutoff radius (Å)")
+    p.add_argument("-t", "--type-map", nargs="+", default=None, help="type names (default: the data's type_map.raw)")
+    p.add_argument("--mixed-type", "--one-type", dest="mixed_type", action="store_true",
+                   help="count all types as one (as DeePMD-kit does for type-embedding descriptors)")
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    p.set_defaults(func=_neighbor_stat)
+
+    p = sub.add_parser("show", help="type map, descriptor, fitting net and size of a model, like `dp show`")
+    p.add_argument("INPUT", help="a model file (.dp, .yaml) or a checkpoint (.pt)")
+    p.add_argument("ATTRIBUTES", nargs="+", choices=["model-branch", "type-map", "descriptor", "fitting-net", "size"])
+    p.set_defaults(func=_show)
+
+    p = sub.add_parser("change-bias", help="re-fit a model's per-type energy bias on data, like `dp change-bias`")
+    p.add_argument("INPUT", help="a model file (.dp, .yaml) or a checkpoint (.pt, deeppot's or DeePMD-kit's)")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("-s", "--system", nargs="+", default=None,
+                        help="system folders (searched recursively) or HDF5 files (default: .)")
+    source.add_argument("-f", "--datafile", default=None, help="a text file listing one system per line")
+    source.add_argument("-b", "--bias-value", type=float, nargs="+", default=None,
+                        help="the new bias of each type of the model's type_map (eV), instead of a fit")
+    p.add_argument("-n", "--numb-batch", type=int, default=0, help="frames per system used (0: all)")
+    p.add_argument("-m", "--mode", default="change", choices=["change", "set"],
+                   help="change: add the fit of E_label - E_model to the bias; set: fit the bias to E_label")
+    p.add_argument("-o", "--output", default=None, help="output model (default: INPUT with _updated before the suffix)")
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    p.set_defaults(func=_change_bias)
+
+    p = sub.add_parser("convert-data", help="convert data in any format dpdata reads to DeePMD npy systems")
+    p.add_argument("INPUT", help="a file or folder in format FMT")
+    p.add_argument("-f", "--format", required=True, help="dpdata's format name (vasp/outcar, extxyz, deepmd/npy, ...)")
+    p.add_argument("-o", "--output", required=True, help="output folder (new or empty)")
+    p.add_argument("-t", "--type-map", nargs="+", default=None, help="type names: atom types are mapped onto them")
+    p.add_argument("--set-size", type=int, default=5000, help="frames per set.* folder")
+    p.set_defaults(func=_convert_data)
+
+
+def _add_md_command(sub) -> None:
+    """md (deeppot.md)."""
     p = sub.add_parser("md", help="molecular dynamics (NVE, NVT, NPT) with a model; several models: model deviation")
     p.add_argument("-m", "--models", nargs="+", required=True,
                    help="model files; the first drives the dynamics, all give model_devi.out")
@@ -213,7 +296,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default=".", help="folder for thermo.out, traj.extxyz, restart.pt")
     p.add_argument("--restart", default=None, help="continue from a restart file (restart.pt)")
     p.set_defaults(func=_md)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -222,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
                         datefmt="%H:%M:%S")
     try:
         args.func(args)
-    except (ConfigError, DataError, FileNotFoundError, TrainingError, ValueError) as err:
+    except (ConfigError, DataError, FileNotFoundError, FileExistsError, TrainingError, ValueError) as err:
         # user errors get one clear line, not a traceback (use -v DEBUG for the traceback)
         log.debug("traceback", exc_info=True)
         print(f"deeppot {args.command}: error: {err}", file=sys.stderr)

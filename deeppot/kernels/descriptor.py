@@ -204,12 +204,19 @@ def _block_starts(sel: tuple[int, ...], device: torch.device) -> Tensor:
     return torch.tensor([0, *accumulate(sel)], dtype=torch.int32, device=device)
 
 
+@functools.cache
+def _geometry(rcut: float, rcut_smth: float, protection: float, nnei: int, dtype: torch.dtype,
+              device: torch.device) -> Tensor:
+    """(rcut, rcut_smth, env_protection, 1/nnei) on the device, made once (no copy inside a graph capture)."""
+    return torch.tensor([rcut, rcut_smth, protection, 1.0 / nnei], dtype=dtype, device=device)
+
+
 def _launch_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str) -> tuple[list, dict]:
     """Tensor arguments shared by both kernels and their compile-time constants."""
     params = [t for layer in d.nets.layers for t in (layer.matrix, layer.bias)]
     stats = torch.stack([d.davg, 1.0 / d.dstd]).contiguous()  # (2, ntypes, nnei, 4)
     nnei = sum(d.sel)
-    geo = torch.tensor([d.rcut, d.rcut_smth, d.env_protection, 1.0 / nnei], dtype=d.dtype, device=rij.device)
+    geo = _geometry(d.rcut, d.rcut_smth, d.env_protection, nnei, d.dtype, rij.device)
     tensors = [rij.contiguous(), center_type.to(torch.int32).contiguous(), stats, geo,
                _block_starts(tuple(d.sel), rij.device), *params]
     meta = embedding._launch_meta(params, d.sel, "ieee" if rij.dtype == torch.float64 else precision)
@@ -239,16 +246,19 @@ def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, pre
 
 
 def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor, neighbor_type: Tensor,
-                     precision: str = "tf32x3") -> tuple[Tensor, Tensor]:
+                     precision: str = "tf32x3", sync_free: bool = False) -> tuple[Tensor, Tensor]:
     """Atomic energies (n,) float64 and dE/dr_ij (n, nnei, 3): the `deeppot.infer.evaluate` pair stage.
 
-    The fitting nets run on their own type's atoms (ntypes host syncs a chunk, for the index lists). precision of
-    the float32 embedding GEMMs: "tf32x3" (float32-level accuracy) or the mixed-precision opt-in "tf32".
+    The fitting nets run on their own type's atoms (ntypes host syncs a chunk, for the index lists), or with
+    `sync_free` every net on every atom (for CUDA graphs). precision of the float32 embedding GEMMs: "tf32x3"
+    (float32-level accuracy) or the mixed-precision opt-in "tf32".
     """
     d = model.descriptor
     t_mat = descriptor_t(d, rij, center_type, precision)
     desc = analytic.descriptor_from_t(t_mat, d.axis_neuron)[None].to(torch.float64)
-    groups = [torch.nonzero(center_type == t).reshape(-1) for t in range(d.ntypes)] if d.ntypes > 1 else None
+    groups = None
+    if d.ntypes > 1 and not sync_free:
+        groups = [torch.nonzero(center_type == t).reshape(-1) for t in range(d.ntypes)]
     energy, d_desc = analytic.atomic_energy_and_grad(model.fitting, desc, center_type[None], groups)
     n, _, m1 = t_mat.shape
     t_bar = analytic.t_bar_from_desc_grad(d_desc[0].to(d.dtype).reshape(n, m1, -1), t_mat)

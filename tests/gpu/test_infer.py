@@ -56,3 +56,27 @@ def test_float32_close_to_float64():
     e32, f32, _ = DeepPot(water_model("float32"), "cuda").eval(coord, cells, atype)
     assert np.abs(e32 - e64).max() / np.abs(e64).max() < 1e-5
     assert np.abs(f32 - f64).max() / np.abs(f64).max() < 1e-3
+
+
+@pytest.mark.parametrize(("precision", "fused"), [("float64", True), ("float64", False), ("float32", True)])
+def test_graphed_evaluation_equals_eager(precision, fused):
+    """Replays with new positions (the same list) and with other shapes (a recapture) against eager calls."""
+    from deeppot.infer.graph import GraphedEvaluation
+
+    ev = DeepPot(water_model(precision), "cuda", fused=fused, chunk_atoms=100).evaluator  # several chunks
+    graphed = GraphedEvaluation(ev, atomic=True)
+    coord, cells, atype = supercell(1)
+    as_t = lambda a, dt=torch.float64: torch.as_tensor(a, dtype=dt, device="cuda")  # noqa: E731
+    atype_t = as_t(np.tile(atype, (2, 1)), torch.int64)
+    flat = ev.neighbors(as_t(coord), atype_t, as_t(cells).reshape(2, 3, 3))
+    tol = dict(rtol=1e-10, atol=1e-10) if precision == "float64" else dict(rtol=2e-5, atol=2e-5)
+    for step in range(3):
+        flat.ext_coord += 0.01 * torch.randn_like(flat.ext_coord) * (step > 0)
+        want = ev.evaluate_neighbors(flat, atomic=True)
+        got = graphed(flat)
+        for key in want:
+            torch.testing.assert_close(got[key], want[key], **tol)
+    assert graphed.captures == 1
+    one = ev.neighbors(as_t(coord[:1]), atype_t[:1], as_t(cells[:1]).reshape(1, 3, 3))
+    torch.testing.assert_close(graphed(one)["force"], ev.evaluate_neighbors(one, atomic=True)["force"], **tol)
+    assert graphed.captures == 2

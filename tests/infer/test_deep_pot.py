@@ -99,3 +99,11 @@ def test_unsupported_arguments_are_refused(model):
         DeepPot(model, "cpu").eval(coord.numpy(), box.numpy(), atype.numpy(), fparam=np.zeros(1))
     with pytest.raises(ValueError, match="unsupported arguments"):
         DeepPot(model, "cpu").eval(coord.numpy(), box.numpy(), atype.numpy(), atomics=True)
+
+
+def test_graphed_evaluation_needs_cuda():
+    from deeppot.infer import Evaluator
+    from deeppot.infer.graph import GraphedEvaluation
+
+    with pytest.raises(ValueError, match="CUDA"):
+        GraphedEvaluation(Evaluator(make_model(), "cpu"))

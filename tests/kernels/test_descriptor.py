@@ -59,11 +59,13 @@ def test_kernels_equal_their_pytorch_twins(type_one_side, precision, neuron, sel
     torch.testing.assert_close(grad / scale, grad_ref / scale, **TOL[d.dtype])
 
 
+@pytest.mark.parametrize("sync_free", [False, True])
 @pytest.mark.parametrize("type_one_side", [True, False])
-def test_fused_stage_equals_reference_stage(type_one_side):
-    """The whole stage, fitting net and dE/dT included, in float64: energies and dE/dr_ij to rounding."""
+def test_fused_stage_equals_reference_stage(type_one_side, sync_free):
+    """The whole stage, fitting net and dE/dT included, in float64: energies and dE/dr_ij to rounding; with
+    sync_free (CUDA graphs) every fitting net runs on every atom instead of on its own type's."""
     model, *chunk = chunk_of(type_one_side, "float64", (4, 8, 16), (24, 24), 2, seed=3)
-    energy, grad = kernels.fused_pair_stage(model, *chunk)
+    energy, grad = kernels.fused_pair_stage(model, *chunk, sync_free=sync_free)
     energy_ref, grad_ref = reference_pair_stage(model, *chunk)
     torch.testing.assert_close(energy, energy_ref, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(grad, grad_ref, rtol=1e-10, atol=1e-12)

@@ -1,0 +1,95 @@
+"""`GraphedEvaluation`: `Evaluator.evaluate_neighbors` replayed from a CUDA graph.
+
+A small system is bound by kernel launches, not arithmetic: the 192-atom water frame runs ~100 kernels of a few
+microseconds each. MD and repeated evaluation call the same shapes again and again (a skin neighbour list keeps
+nall and the list's width until its next build), so the whole evaluation is captured once per set of shapes and
+replayed: one launch instead of a hundred. Each call copies the new neighbour data into the captured input
+buffers (device to device; the shapes must match) and replays; a call with other shapes captures again.
+
+What the graph needs of the pair stage: static shapes and no host synchronisation. The fused stage runs its
+fitting nets on every atom (no per-type index lists, which need a sync); the PyTorch stage is sync-free as it is.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass, fields
+
+import torch
+from torch import Tensor
+
+from deeppot.infer.deep_pot import Evaluator
+from deeppot.infer.evaluate import FlatNeighbors, evaluate_flat
+
+log = logging.getLogger(__name__)
+
+_INPUTS = ("ext_coord", "ext_atype", "nlist", "owner", "center_type")
+
+
+@dataclass
+class _Captured:
+    graph: torch.cuda.CUDAGraph
+    inputs: FlatNeighbors  # the static buffers the graph reads
+    outputs: dict[str, Tensor]  # the static buffers the graph writes
+
+
+class GraphedEvaluation:
+    """Energy, forces and virials of prebuilt neighbour data (the outputs of `Evaluator.evaluate_neighbors`),
+    replayed from a CUDA graph captured for the data's shapes.
+
+        graphed = GraphedEvaluation(evaluator)
+        out = graphed(flat)          # flat: FlatNeighbors on the evaluator's CUDA device
+
+    The returned tensors belong to the graph: the next call overwrites them (clone what you keep). One graph is
+    kept (the latest shapes); `captures` counts the captures.
+    """
+
+    def __init__(self, evaluator: Evaluator, atomic: bool = False) -> None:
+        if evaluator.device.type != "cuda":
+            raise ValueError(f"CUDA graphs need a CUDA device; the evaluator runs on {evaluator.device}")
+        self.evaluator, self.atomic = evaluator, atomic
+        stage = evaluator.pair_stage
+        self.pair_stage = functools.partial(stage, sync_free=True) if evaluator.fused else stage
+        self.captured: _Captured | None = None
+        self.captures = 0
+
+    def __call__(self, flat: FlatNeighbors) -> dict[str, Tensor]:
+        if self.captured is None or not _same_shapes(self.captured.inputs, flat):
+            self.captured = self._capture(flat)
+        else:
+            for name in _INPUTS:
+                getattr(self.captured.inputs, name).copy_(getattr(flat, name), non_blocking=True)
+        self.captured.graph.replay()
+        return self.captured.outputs
+
+    def _run(self, flat: FlatNeighbors) -> dict[str, Tensor]:
+        ev = self.evaluator
+        with torch.no_grad():
+            return evaluate_flat(ev.model, flat, ev.chunk_atoms, self.pair_stage, self.atomic)
+
+    def _capture(self, flat: FlatNeighbors) -> _Captured:
+        self.captured = None  # free the old graph's memory first
+        static = FlatNeighbors(**{f.name: getattr(flat, f.name) for f in fields(FlatNeighbors)})
+        for name in _INPUTS:
+            setattr(static, name, getattr(flat, name).clone())
+        side = torch.cuda.Stream(self.evaluator.device)
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # compiles the kernels and warms the allocator outside the capture
+            self._run(static)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            outputs = self._run(static)
+        self.captures += 1
+        log.debug("captured the evaluation of %d centres (%d extended atoms)", static.ncentre,
+                  static.ext_coord.shape[0])
+        return _Captured(graph, static, outputs)
+
+
+def _same_shapes(a: FlatNeighbors, b: FlatNeighbors) -> bool:
+    return (a.nf, a.nloc) == (b.nf, b.nloc) and all(
+        getattr(a, name).shape == getattr(b, name).shape for name in _INPUTS)
+
+
+__all__ = ["GraphedEvaluation"]
