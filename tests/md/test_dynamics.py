@@ -182,3 +182,19 @@ def test_velocities_of_the_structure_are_kept(model):
     masses = atoms.get_masses()[:, None]
     expected = velocities - (masses * velocities).sum(0) / masses.sum()  # zero total momentum
     np.testing.assert_allclose(state.velocities.numpy(), expected, rtol=1e-12, atol=1e-15)
+
+
+def test_thermo_pressure_equals_ase_stress_in_bar(model):
+    """Pressure and temperature of thermo against ASE's own conventions and units (an independent oracle for the
+    bar conversion and the virial sign that the NPT tests take for granted)."""
+    from ase import units
+
+    state, _ = start(model, temperature=500.0)
+    atoms = md.to_atoms(state)
+    atoms.calc = DP(DeepPot(model, device="cpu"))
+    values = md.thermo(state, dof=3 * len(atoms) - 3, dt=0.5)
+    stress = atoms.get_stress(include_ideal_gas=True, voigt=False)
+    assert values.pressure == pytest.approx(-np.trace(stress) / 3 / units.bar, rel=1e-9)
+    assert values.kinetic == pytest.approx(atoms.get_kinetic_energy(), rel=1e-12)
+    assert values.temperature == pytest.approx(500.0, rel=1e-12)
+    assert values.volume == pytest.approx(atoms.get_volume(), rel=1e-12)
