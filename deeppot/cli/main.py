@@ -106,6 +106,13 @@ def _model_devi(args: argparse.Namespace) -> None:
     log.info("model deviation written to %s", args.output)
 
 
+def _compress(args: argparse.Namespace) -> None:
+    from deeppot.io.compress import compress_file
+
+    compress_file(args.input, args.output, args.step, args.extrapolate, args.frequency, args.training_script)
+    log.info("compressed %s to %s", args.input, args.output)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="deeppot", description="Fast Deep Potential training, DeePMD-kit compatible")
     parser.add_argument("-v", "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -147,6 +154,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("INPUT")
     p.add_argument("OUTPUT")
     p.set_defaults(func=_convert)
+
+    p = sub.add_parser("compress", help="tabulate the embedding nets of a model for faster inference, "
+                       "like `dp compress`")
+    p.add_argument("-i", "--input", default="frozen_model.dp", help="model to compress (.dp/.yaml/.pt)")
+    p.add_argument("-o", "--output", default="frozen_model_compressed.dp", help="compressed model (.dp/.yaml)")
+    p.add_argument("-s", "--step", type=float, default=0.01, help="table stride (the second table uses 10x)")
+    p.add_argument("-e", "--extrapolate", type=float, default=5.0, help="the table spans up to this times the "
+                   "upper bound of the environment matrix")
+    p.add_argument("-f", "--frequency", type=int, default=-1, help="overflow-check frequency, stored in the "
+                   "table info (-1: off; deeppot does not check)")
+    p.add_argument("-t", "--training-script", default=None, help="input.json whose training data gives "
+                   "min_nbor_dist (needed when the model does not store it)")
+    p.set_defaults(func=_compress)
 
     p = sub.add_parser("plot", help="plot learning curves from lcurve.out")
     p.add_argument("LCURVE", nargs="?", default="lcurve.out")
