@@ -1,0 +1,14 @@
+"""Compression tests run tiny models on one intra-op thread (the machine's cores are shared)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
