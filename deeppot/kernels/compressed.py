@@ -55,15 +55,19 @@ if embedding.triton is not None:
         rows = first_row + idx.to(tl.int64)
         ok = live[:, None] & col_ok[None, :]
         c = table_ptr + rows[:, None] * (6 * M1) + col[None, :] * 6
-        a0 = tl.load(c, mask=ok, other=0.0)
-        a1 = tl.load(c + 1, mask=ok, other=0.0)
-        a2 = tl.load(c + 2, mask=ok, other=0.0)
-        a3 = tl.load(c + 3, mask=ok, other=0.0)
-        a4 = tl.load(c + 4, mask=ok, other=0.0)
-        a5 = tl.load(c + 5, mask=ok, other=0.0)
+        # Horner from a5 down, each coefficient loaded as it is needed (fewer live registers than six tiles)
         t = tau[:, None]
-        g = a0 + (a1 + (a2 + (a3 + (a4 + a5 * t) * t) * t) * t) * t
-        dg = a1 + (2.0 * a2 + (3.0 * a3 + (4.0 * a4 + 5.0 * a5 * t) * t) * t) * t
+        a = tl.load(c + 5, mask=ok, other=0.0)
+        g, dg = a, 5.0 * a
+        a = tl.load(c + 4, mask=ok, other=0.0)
+        g, dg = g * t + a, dg * t + 4.0 * a
+        a = tl.load(c + 3, mask=ok, other=0.0)
+        g, dg = g * t + a, dg * t + 3.0 * a
+        a = tl.load(c + 2, mask=ok, other=0.0)
+        g, dg = g * t + a, dg * t + 2.0 * a
+        a = tl.load(c + 1, mask=ok, other=0.0)
+        g, dg = g * t + a, dg * t + a
+        g = g * t + tl.load(c, mask=ok, other=0.0)
         return g + dg * beyond[:, None], dg
 
     @triton.jit
