@@ -47,6 +47,8 @@ def bytes_per_centre(model: EnergyModel, fused: bool) -> int:
     nnei, m1, item = sum(d.sel), d.neuron[-1], d.dtype.itemsize
     per_atom = item * (8 * m1 * d.axis_neuron + 8 * sum(fit.neuron))  # descriptor, fitting activations
     per_pair = 48 + 8 * item if fused else 48 + (8 * m1 + 16) * item  # reference: G, dG/ds and their products
+    if d.compressed and not fused:  # the reference table lookup also gathers 6 coefficients per output
+        per_pair += 6 * m1 * item
     return per_atom + nnei * per_pair
 
 
