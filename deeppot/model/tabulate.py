@@ -116,22 +116,20 @@ def env_mat_range(d, min_nbor_dist: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def net_ranges(d, lower: np.ndarray, upper: np.ndarray) -> list[tuple[float, float] | None]:
-    """(lower, upper) of each embedding net, or None for a net that is not tabulated (every pair excluded).
+    """(lower, upper) of each embedding net, or None for a net without a table.
 
     Two-sided net (a, b) at a + b*ntypes: the range of centre type a. One-sided net b: the hull over the centre
-    types a with sel[a] > 0 and (a, b) not excluded (DeePMD-kit indexes sel by the centre type here).
+    types a with sel[a] > 0 (DeePMD-kit indexes sel by the centre type here). Exclusions neither narrow a range
+    nor drop a net: padding slots are never excluded, so their rows (-davg/dstd, 0, 0, 0) still reach every net,
+    and excluded slots have s = 0, inside every range. (DeePMD-kit 3.2.0 means to skip excluded pairs, but tests
+    `(a, b) in exclude_types` against the list of lists read from input.json or a .dp file, which never matches:
+    in practice it tabulates every net over these ranges too, and so do we; `tests/compress` compares tables.)
     """
-    excluded = d.excluded.cpu().numpy()
     n = d.ntypes
     if not d.type_one_side:
-        return [None if excluded[k % n, k // n] else (float(lower[k % n]), float(upper[k % n]))
-                for k in range(n * n)]
-    out: list[tuple[float, float] | None] = []
-    for b in range(n):
-        centres = [a for a in range(n) if not excluded[a, b] and d.sel[a] > 0]
-        out.append(None if not centres else
-                   (float(lower[centres].min()), float(upper[centres].max())))
-    return out
+        return [(float(lower[k % n]), float(upper[k % n])) for k in range(n * n)]
+    centres = [a for a in range(n) if d.sel[a] > 0]
+    return [(float(lower[centres].min()), float(upper[centres].max())) if centres else None for _ in range(n)]
 
 
 def table_grid(lower: float, upper: float, step: float, extrapolate: float) -> tuple[np.ndarray, np.ndarray]:

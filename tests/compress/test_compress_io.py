@@ -55,9 +55,12 @@ def test_dp_round_trip(tmp_path, type_one_side):
         np.testing.assert_array_equal(a, b)
 
 
-def test_deepmd_kit_reads_and_evaluates_our_compressed_file(tmp_path):
+@pytest.mark.parametrize(("type_one_side", "exclude"), [(False, []), (False, [[0, 1]]), (True, [[1, 1]])])
+def test_deepmd_kit_reads_and_evaluates_our_compressed_file(tmp_path, type_one_side, exclude):
+    """DeePMD-kit's NumPy backend evaluates our tables as we do; with exclude_types too (padding rows reach the
+    nets of excluded pairs, so those are tabulated as well)."""
     deepmd_ref = pytest.importorskip("compat.deepmd_ref")
-    model = compress_model(_model(type_one_side=False), step=0.02, extrapolate=1.5)
+    model = compress_model(_model(type_one_side=type_one_side, exclude_types=exclude), step=0.02, extrapolate=1.5)
     save_model(model, tmp_path / "c.dp")
     theirs = deepmd_ref.deepmd_load(tmp_path / "c.dp")
     assert theirs.atomic_model.descriptor.compress
@@ -65,6 +68,11 @@ def test_deepmd_kit_reads_and_evaluates_our_compressed_file(tmp_path):
     _, atom_energy = deepmd_ref.deepmd_energy(theirs, coord.numpy(), atype.numpy(), box.numpy())
     ours = model(coord, atype, box)["atom_energy"].detach().numpy()
     assert np.abs(ours - atom_energy).max() < 1e-12
+    if exclude:  # and, inside the table, compressed = uncompressed
+        plain = _model(type_one_side=type_one_side, exclude_types=exclude)
+        frames = random_system(natoms=12, box_len=4.5, seed=1)
+        for a, b in zip(_energies(plain, frames), _energies(model, frames), strict=True):
+            assert np.abs(a - b).max() < 1e-9
 
 
 def test_deepmd_kit_compressed_model_loads_with_its_tables():
