@@ -47,8 +47,15 @@ def _resolve_data_paths(config: dict, input_dir: Path) -> None:
             continue
         systems = section["systems"]
         paths = [systems] if isinstance(systems, str) else list(systems)
-        resolved = [p if Path(p).exists() or not (input_dir / p).exists() else str(input_dir / p) for p in paths]
+        resolved = [_relative_to_input(p, input_dir) for p in paths]
         section["systems"] = resolved if isinstance(systems, list) else resolved[0]
+
+
+def _relative_to_input(path: str, input_dir: Path) -> str:
+    """`path` if it exists from here, else the same path under `input_dir` if that exists (for an HDF5 system
+    `file.h5#/group` the file part decides)."""
+    file = path.split("#", 1)[0]
+    return str(input_dir / path) if not Path(file).exists() and (input_dir / file).exists() else path
 
 
 def _freeze(args: argparse.Namespace) -> None:
@@ -113,6 +120,49 @@ def _compress(args: argparse.Namespace) -> None:
     log.info("compressed %s to %s", args.input, args.output)
 
 
+def _neighbor_stat(args: argparse.Namespace) -> None:
+    from deeppot.tools.neighbor_stat import run_neighbor_stat
+
+    run_neighbor_stat(args.system, args.rcut, args.type_map, mixed_type=args.mixed_type, device=args.device)
+
+
+def _show(args: argparse.Namespace) -> None:
+    from deeppot.tools.show import show
+
+    show(args.INPUT, args.ATTRIBUTES)
+
+
+def _change_bias(args: argparse.Namespace) -> None:
+    from deeppot.tools.change_bias import change_bias
+
+    change_bias(args.INPUT, systems=args.system, datafile=args.datafile, numb_batch=args.numb_batch, mode=args.mode,
+                bias_value=args.bias_value, output=args.output, device=args.device)
+
+
+def _convert_data(args: argparse.Namespace) -> None:
+    from deeppot.tools.convert_data import convert_data
+
+    try:
+        convert_data(args.INPUT, args.format, args.output, type_map=args.type_map, set_size=args.set_size)
+    except ImportError as err:  # the optional dpdata extra is missing: a user error with its fix
+        raise ValueError(str(err)) from None
+
+
+def _md(args: argparse.Namespace) -> None:
+    from deeppot.md import MDError
+    from deeppot.md.driver import MDOptions, run_md
+
+    names = ("structure", "ensemble", "thermostat", "barostat", "temperature", "pressure", "dt", "steps", "thermo",
+             "dump", "seed", "skin", "tau_t", "tau_p", "compressibility", "devi_freq", "device", "restart", "fmt",
+             "max_temperature")
+    opts = MDOptions(models=args.models, output=Path(args.output), **{name: getattr(args, name) for name in names})
+    try:
+        run_md(opts)
+    except MDError as err:  # the dynamics failed: say so in one line; the last good restart file stays
+        print(f"deeppot md: error: {err}", file=sys.stderr)
+        raise SystemExit(1) from err
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="deeppot", description="Fast Deep Potential training, DeePMD-kit compatible")
     parser.add_argument("-v", "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -155,18 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("OUTPUT")
     p.set_defaults(func=_convert)
 
-    p = sub.add_parser("compress", help="tabulate the embedding nets of a model for faster inference, "
-                       "like `dp compress`")
-    p.add_argument("-i", "--input", default="frozen_model.dp", help="model to compress (.dp/.yaml/.pt)")
-    p.add_argument("-o", "--output", default="frozen_model_compressed.dp", help="compressed model (.dp/.yaml)")
-    p.add_argument("-s", "--step", type=float, default=0.01, help="table stride (the second table uses 10x)")
-    p.add_argument("-e", "--extrapolate", type=float, default=5.0, help="the table spans up to this times the "
-                   "upper bound of the environment matrix")
-    p.add_argument("-f", "--frequency", type=int, default=-1, help="overflow-check frequency, stored in the "
-                   "table info (-1: off; deeppot does not check)")
-    p.add_argument("-t", "--training-script", default=None, help="input.json whose training data gives "
-                   "min_nbor_dist (needed when the model does not store it)")
-    p.set_defaults(func=_compress)
+    _add_compress_command(sub)
 
     p = sub.add_parser("plot", help="plot learning curves from lcurve.out")
     p.add_argument("LCURVE", nargs="?", default="lcurve.out")
@@ -190,7 +229,97 @@ def build_parser() -> argparse.ArgumentParser:
                    help="relative virial deviation: eps_ab / (||<W/N>|| + LEVEL), one magnitude per frame")
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
     p.set_defaults(func=_model_devi)
+
+    _add_tool_commands(sub)
+    _add_md_command(sub)
     return parser
+
+
+def _add_tool_commands(sub) -> None:
+    """neighbor-stat, show, change-bias, convert-data (deeppot.tools)."""
+    p = sub.add_parser("neighbor-stat", help="min distance and max neighbours per type, like `dp neighbor-stat`")
+    p.add_argument("-s", "--system", nargs="+", default=["."],
+                   help="system folders (searched recursively) or HDF5 files")
+    p.add_argument("-r", "--rcut", type=float, required=True, help="cutoff radius (Å)")
+    p.add_argument("-t", "--type-map", nargs="+", default=None, help="type names (default: the data's type_map.raw)")
+    p.add_argument("--mixed-type", "--one-type", dest="mixed_type", action="store_true",
+                   help="count all types as one (as DeePMD-kit does for type-embedding descriptors)")
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    p.set_defaults(func=_neighbor_stat)
+
+    p = sub.add_parser("show", help="type map, descriptor, fitting net and size of a model, like `dp show`")
+    p.add_argument("INPUT", help="a model file (.dp, .yaml) or a checkpoint (.pt)")
+    p.add_argument("ATTRIBUTES", nargs="+", choices=["model-branch", "type-map", "descriptor", "fitting-net", "size"])
+    p.set_defaults(func=_show)
+
+    p = sub.add_parser("change-bias", help="re-fit a model's per-type energy bias on data, like `dp change-bias`")
+    p.add_argument("INPUT", help="a model file (.dp, .yaml) or a checkpoint (.pt, deeppot's or DeePMD-kit's)")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("-s", "--system", nargs="+", default=None,
+                        help="system folders (searched recursively) or HDF5 files (default: .)")
+    source.add_argument("-f", "--datafile", default=None, help="a text file listing one system per line")
+    source.add_argument("-b", "--bias-value", type=float, nargs="+", default=None,
+                        help="the new bias of each type of the model's type_map (eV), instead of a fit")
+    p.add_argument("-n", "--numb-batch", type=int, default=0, help="frames per system used (0: all)")
+    p.add_argument("-m", "--mode", default="change", choices=["change", "set"],
+                   help="change: add the fit of E_label - E_model to the bias; set: fit the bias to E_label")
+    p.add_argument("-o", "--output", default=None, help="output model (default: INPUT with _updated before the suffix)")
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    p.set_defaults(func=_change_bias)
+
+    p = sub.add_parser("convert-data", help="convert data in any format dpdata reads to DeePMD npy systems")
+    p.add_argument("INPUT", help="a file or folder in format FMT")
+    p.add_argument("-f", "--format", required=True, help="dpdata's format name (vasp/outcar, extxyz, deepmd/npy, ...)")
+    p.add_argument("-o", "--output", required=True, help="output folder (new or empty)")
+    p.add_argument("-t", "--type-map", nargs="+", default=None, help="type names: atom types are mapped onto them")
+    p.add_argument("--set-size", type=int, default=5000, help="frames per set.* folder")
+    p.set_defaults(func=_convert_data)
+
+
+def _add_md_command(sub) -> None:
+    """md (deeppot.md)."""
+    p = sub.add_parser("md", help="molecular dynamics (NVE, NVT, NPT) with a model; several models: model deviation")
+    p.add_argument("-m", "--models", nargs="+", required=True,
+                   help="model files; the first drives the dynamics, all give model_devi.out")
+    p.add_argument("-c", "--structure", help="any file ASE reads (extxyz, POSCAR, ...) or a DeePMD system folder")
+    p.add_argument("--format", dest="fmt", default=None, help="ASE format of the structure, e.g. lammps-data")
+    p.add_argument("--ensemble", default="nve", choices=["nve", "nvt", "npt"])
+    p.add_argument("--thermostat", default="bussi", choices=["bussi", "langevin"])
+    p.add_argument("--barostat", default="iso", choices=["iso", "aniso"], help="NPT cell scaling")
+    p.add_argument("--temp", dest="temperature", type=float, default=300.0, help="K (also the initial velocities)")
+    p.add_argument("--press", dest="pressure", type=float, default=1.0, help="bar")
+    p.add_argument("--dt", type=float, default=0.5, help="time step, fs")
+    p.add_argument("--steps", type=int, default=1000)
+    p.add_argument("--thermo", type=int, default=100, help="steps between thermo.out rows and progress lines")
+    p.add_argument("--dump", type=int, default=1000, help="steps between trajectory frames and restart files")
+    p.add_argument("--devi-freq", dest="devi_freq", type=int, default=None,
+                   help="steps between model-deviation rows (default: --thermo)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--skin", type=float, default=2.0, help="neighbour-list skin, Å")
+    p.add_argument("--tau-t", dest="tau_t", type=float, default=100.0, help="thermostat time constant, fs")
+    p.add_argument("--tau-p", dest="tau_p", type=float, default=1000.0, help="barostat time constant, fs")
+    p.add_argument("--compressibility", type=float, default=4.5e-5, help="barostat compressibility, 1/bar")
+    p.add_argument("--max-temp", dest="max_temperature", type=float, default=None,
+                   help="stop above this temperature, K (default: 10x --temp, at least 5000)")
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    p.add_argument("-o", "--output", default=".", help="folder for thermo.out, traj.extxyz, restart.pt")
+    p.add_argument("--restart", default=None, help="continue from a restart file (restart.pt)")
+    p.set_defaults(func=_md)
+
+
+def _add_compress_command(sub) -> None:
+    p = sub.add_parser("compress", help="tabulate the embedding nets of a model for faster inference, "
+                       "like `dp compress`")
+    p.add_argument("-i", "--input", default="frozen_model.dp", help="model to compress (.dp/.yaml/.pt)")
+    p.add_argument("-o", "--output", default="frozen_model_compressed.dp", help="compressed model (.dp/.yaml)")
+    p.add_argument("-s", "--step", type=float, default=0.01, help="table stride (the second table uses 10x)")
+    p.add_argument("-e", "--extrapolate", type=float, default=5.0, help="the table spans up to this times the "
+                   "upper bound of the environment matrix")
+    p.add_argument("-f", "--frequency", type=int, default=-1, help="overflow-check frequency, stored in the "
+                   "table info (-1: off; deeppot does not check)")
+    p.add_argument("-t", "--training-script", default=None, help="input.json whose training data gives "
+                   "min_nbor_dist (needed when the model does not store it)")
+    p.set_defaults(func=_compress)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
                         datefmt="%H:%M:%S")
     try:
         args.func(args)
-    except (ConfigError, DataError, FileNotFoundError, TrainingError, ValueError) as err:
+    except (ConfigError, DataError, FileNotFoundError, FileExistsError, TrainingError, ValueError) as err:
         # user errors get one clear line, not a traceback (use -v DEBUG for the traceback)
         log.debug("traceback", exc_info=True)
         print(f"deeppot {args.command}: error: {err}", file=sys.stderr)

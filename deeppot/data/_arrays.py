@@ -49,10 +49,10 @@ LABELS: dict[str, LabelSpec] = {
 }
 
 
-def read_npy(file: Path) -> np.ndarray:
-    """Load a numeric `.npy` file as float64 (any shape)."""
+def read_npy(file: Path) -> np.ndarray:  # or an H5Path dataset (duck-typed: read_array)
+    """Load a numeric `.npy` file (or its HDF5 dataset, `deeppot.data.h5path.H5Path`) as float64 (any shape)."""
     try:
-        arr = np.load(file, allow_pickle=False)
+        arr = file.read_array() if hasattr(file, "read_array") else np.load(file, allow_pickle=False)
     except (OSError, ValueError) as err:
         raise DataError(f"{file}: cannot read as .npy ({err})") from err
     if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):

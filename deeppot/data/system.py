@@ -22,11 +22,13 @@ from deeppot.data._arrays import (
     read_set_label,
     split_frames,
 )
+from deeppot.data.h5path import H5Path, data_path, h5_systems, is_h5_spec
 
 __all__ = ["DataError", "System", "find_systems", "load_system", "load_systems", "make_system"]
 
 PathLike = str | Path
 Paths = PathLike | Sequence[PathLike]  # one system path or a list of them
+SysDir = Path | H5Path  # a system folder or an HDF5 group: the reader uses only what both offer
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: `==` on numpy fields would be ambiguous
@@ -98,14 +100,14 @@ def make_system(
     )
 
 
-def _read_tokens(file: Path) -> list[str]:
+def _read_tokens(file: SysDir) -> list[str]:
     try:
         return file.read_text().split()
     except OSError as err:
         raise DataError(f"{file}: cannot read ({err})") from err
 
 
-def read_type_raw(sys_dir: Path) -> np.ndarray:
+def read_type_raw(sys_dir: SysDir) -> np.ndarray:
     """`type.raw` -> (natoms,) int64 file type indices (≥ 0)."""
     file = sys_dir / "type.raw"
     if not file.is_file():
@@ -122,14 +124,14 @@ def read_type_raw(sys_dir: Path) -> np.ndarray:
     return atype
 
 
-def read_type_map_raw(sys_dir: Path) -> list[str] | None:
+def read_type_map_raw(sys_dir: SysDir) -> list[str] | None:
     """`type_map.raw` -> type names, or None if the file does not exist."""
     file = sys_dir / "type_map.raw"
     return _read_tokens(file) if file.is_file() else None
 
 
 def remap_types(
-    atype: np.ndarray, names: Sequence[str] | None, type_map: Sequence[str] | None, sys_dir: Path
+    atype: np.ndarray, names: Sequence[str] | None, type_map: Sequence[str] | None, sys_dir: SysDir
 ) -> tuple[np.ndarray, tuple[str, ...] | None]:
     """Map file type indices onto the model `type_map` by name (spec §1.1); return (atype, type names)."""
     if names is not None and atype.max() >= len(names):
@@ -148,7 +150,7 @@ def remap_types(
     return lookup[atype], tuple(type_map)
 
 
-def _read_set(set_dir: Path, natoms: int, nopbc: bool) -> tuple[np.ndarray, np.ndarray | None, dict]:
+def _read_set(set_dir: SysDir, natoms: int, nopbc: bool) -> tuple[np.ndarray, np.ndarray | None, dict]:
     """One `set.*` folder -> coord (nf, natoms, 3), box (nf, 3, 3) or None, labels present (stored shapes)."""
     coord_file = set_dir / "coord.npy"
     if not coord_file.is_file():
@@ -173,7 +175,7 @@ def _read_set(set_dir: Path, natoms: int, nopbc: bool) -> tuple[np.ndarray, np.n
     return coord.reshape(nf, natoms, 3), box, labels
 
 
-def _concat_labels(per_set: list[dict], set_dirs: list[Path]) -> dict[str, np.ndarray]:
+def _concat_labels(per_set: list[dict], set_dirs: list[SysDir]) -> dict[str, np.ndarray]:
     """Concatenate labels over sets; a label must be in every set or in none (find is per system)."""
     labels = {}
     for key in LABELS:
@@ -196,7 +198,7 @@ def load_system(path: PathLike, type_map: Sequence[str] | None = None, sort_atom
     `sort_atoms`: stably sort atoms by type (training does, `dp test` does not); `System.order` records the
     file index of each stored atom.
     """
-    sys_dir = Path(path)
+    sys_dir = data_path(path)  # a folder, or a group of an HDF5 file (`file.h5#/group`)
     atype = read_type_raw(sys_dir)
     atype, type_names = remap_types(atype, read_type_map_raw(sys_dir), type_map, sys_dir)
     set_dirs = sorted(p for p in sys_dir.glob("set.*") if p.is_dir())
@@ -225,16 +227,20 @@ def _systems_under(root: Path, rglob_patterns: Sequence[str] | None) -> list[Pat
 def find_systems(paths: Paths, rglob_patterns: Sequence[str] | None = None) -> list[str]:
     """Every directory holding `type.raw` under each path (the path itself included), recursively.
 
+    HDF5 files (spec §1.1): `file.h5` gives every group holding a `type.raw` dataset, `file.h5#/group` that group
+    and the groups below it; the systems are named `file.h5#/group` (what `load_system` reads).
     Systems found under one path are sorted by name; paths keep the order given (sys_probs index into the
     result); duplicates are dropped. `rglob_patterns` restricts the search to directories matching a pattern.
     """
     roots = [paths] if isinstance(paths, str | Path) else list(paths)
     result: list[str] = []
-    for root in map(Path, roots):
+    for root in roots:
+        if is_h5_spec(root):  # `file.h5` (all its systems) or `file.h5#/group`
+            result += [d for d in h5_systems(root) if d not in result]
+            continue
+        root = Path(root)
         if not root.exists():
             raise DataError(f"{root}: system path does not exist")
-        if root.suffix in (".h5", ".hdf5"):
-            raise DataError(f"{root}: HDF5 systems are not supported yet; use the npy directory layout")
         found = _systems_under(root, rglob_patterns)
         if not found:
             raise DataError(f"{root}: no DeePMD system (no directory with type.raw) found")
@@ -246,7 +252,7 @@ def _common_type_map(sys_dirs: Sequence[str]) -> list[str] | None:
     """Without a model type_map, data type maps must be prefix-compatible; the longest is used (spec §1.1)."""
     longest: list[str] | None = None
     for d in sys_dirs:
-        names = read_type_map_raw(Path(d))
+        names = read_type_map_raw(data_path(d))
         if names is None:
             continue
         short, long = sorted([names, longest or []], key=len)

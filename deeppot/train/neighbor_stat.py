@@ -9,43 +9,47 @@ import numpy as np
 import torch
 
 from deeppot.data import System
-from deeppot.nlist import extend_coords
+from deeppot.nlist.stat import frame_neighbor_stat
 
 log = logging.getLogger(__name__)
 
 CHUNK_PAIRS = 2e7  # distances per chunk of frames: bounds memory
+OVERLAP = 1e-6  # Å: closer atoms are the same atom twice (DeePMD-kit raises too)
 
 
-def system_neighbor_stat(system: System, rcut: float, ntypes: int,
-                         device: torch.device | str = "cpu") -> tuple[np.ndarray, float]:
-    """Max count of type-t neighbours within rcut over all atoms and frames (ntypes,), and the min distance."""
-    max_count = np.zeros(ntypes, dtype=np.int64)
+def system_neighbor_stat(system: System, rcut: float, ntypes: int, device: torch.device | str = "cpu",
+                         mixed_type: bool = False) -> tuple[np.ndarray, float]:
+    """Max count of type-t neighbours within rcut over all atoms and frames (ntypes,) ((1,) with mixed_type), and
+    the min distance. Two atoms at the same place raise a ValueError naming the system and the frame."""
+    max_count = np.zeros(1 if mixed_type else ntypes, dtype=np.int64)
     min_dist = math.inf
-    natoms = system.natoms
     atype = torch.as_tensor(system.atype, device=device)
-    per_frame = natoms * natoms * 27
-    chunk = max(1, int(CHUNK_PAIRS // per_frame))
+    chunk = max(1, int(CHUNK_PAIRS // (system.natoms * system.natoms * 27)))
     for start in range(0, system.nframes, chunk):
         coord = torch.as_tensor(system.coord[start:start + chunk], device=device)
         box = None if system.box is None else torch.as_tensor(system.box[start:start + chunk], device=device)
-        nf = coord.shape[0]
-        ext_coord, ext_atype, _ = extend_coords(coord, atype[None].expand(nf, -1), box, rcut)
-        dist = torch.cdist(ext_coord[:, :natoms], ext_coord)  # (nf, nloc, nall)
-        diag = torch.arange(natoms, device=device)
-        dist[:, diag, diag] = math.inf  # an atom is not its own neighbour
-        within = dist < rcut
-        counts = torch.stack([(within & (ext_atype[:, None, :] == t)).sum(-1).amax() for t in range(ntypes)])
-        max_count = np.maximum(max_count, counts.cpu().numpy())
-        min_dist = min(min_dist, float(dist.min()))
+        counts, dists = frame_neighbor_stat(coord, atype[None].expand(coord.shape[0], -1), box, rcut, ntypes,
+                                            mixed_type)
+        dists = dists.cpu().numpy()
+        if (dists < OVERLAP).any():
+            frame = start + int(np.argmax(dists < OVERLAP))
+            raise ValueError(f"{system.path}: two atoms overlap in frame {frame} (distance {dists.min():.3g} Å); "
+                             "remove the duplicated atoms")
+        max_count = np.maximum(max_count, counts.amax(dim=0).cpu().numpy())
+        min_dist = min(min_dist, float(dists.min()))
+    if math.isinf(min_dist):
+        log.warning("%s: atoms with no neighbours within rcut = %g; make sure this is what you expect",
+                    system.path, rcut)
     return max_count, min_dist
 
 
-def neighbor_stat(systems: list[System], rcut: float, ntypes: int,
-                  device: torch.device | str = "cpu") -> tuple[np.ndarray, float]:
-    max_count = np.zeros(ntypes, dtype=np.int64)
+def neighbor_stat(systems: list[System], rcut: float, ntypes: int, device: torch.device | str = "cpu",
+                  mixed_type: bool = False) -> tuple[np.ndarray, float]:
+    """`system_neighbor_stat` over all systems: max counts (ntypes,) or (1,), min distance."""
+    max_count = np.zeros(1 if mixed_type else ntypes, dtype=np.int64)
     min_dist = math.inf
     for system in systems:
-        counts, dist = system_neighbor_stat(system, rcut, ntypes, device)
+        counts, dist = system_neighbor_stat(system, rcut, ntypes, device, mixed_type)
         max_count = np.maximum(max_count, counts)
         min_dist = min(min_dist, dist)
     return max_count, min_dist
@@ -62,8 +66,6 @@ def resolve_sel(systems: list[System], rcut: float, sel: list[int] | str, ntypes
     max_count, min_dist = neighbor_stat(systems, rcut, ntypes, device)
     log.info("min_nbor_dist: %f", min_dist)
     log.info("max_nbor_size: %s", max_count.tolist())
-    if min_dist < 1e-6:
-        raise ValueError(f"two atoms overlap in the training data (min distance {min_dist:.3g} Å)")
     if isinstance(sel, str):
         factor = float(sel.split(":")[1]) if ":" in sel else 1.1
         resolved = auto_sel(max_count, factor)

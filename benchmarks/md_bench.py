@@ -1,0 +1,91 @@
+"""MD throughput: NVT (Bussi, 300 K, dt 0.5 fs, skin 2 Å) of water boxes with the water example's model shape.
+
+The 192-atom frame 0 of examples/water/data/data_0 replicated to about each --sizes atom count (as
+benchmarks/nlist_bench.py does). The model is the water example's (se_e2_a, rcut 6, sel [46, 92]) with random
+weights in --dtype unless --model gives a trained one (random weights move the atoms unphysically, so the rebuild
+count is not that of real water; the cost of a step is). Prints one JSON line per case:
+  case "water:<dtype>:<atoms>", atoms, atom_steps_per_s, ms_per_step (mean over --steps after --warmup steps,
+  synchronised), rebuilds (neighbour-list builds in the timed steps), replays (segments run twice because a
+  rebuild was due), peak_mem_MiB (torch.cuda.max_memory_allocated on a GPU; the process's peak RSS on a CPU), device.
+
+    python benchmarks/md_bench.py [--device cuda] [--sizes 192 1536 12288] [--dtype float32 float64]
+        [--steps 100] [--warmup 20] [--model model.dp]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import torch
+from ase import Atoms
+from nlist_bench import peak_mib, start_case, sync, water_box
+
+from deeppot import md
+from deeppot.model import EnergyModel
+
+INPUT = Path(__file__).resolve().parents[1] / "examples" / "water" / "input.json"
+
+
+def water_model(dtype: str, path: str | None) -> EnergyModel:
+    if path is not None:
+        from deeppot.io import load_model
+
+        return load_model(path)
+    config = json.loads(INPUT.read_text())["model"]
+    for section in ("descriptor", "fitting_net"):
+        config[section]["precision"] = dtype
+    return EnergyModel.from_config(config)
+
+
+def water_atoms(natoms: int) -> Atoms:
+    coord, atype, box = water_box(natoms, torch.device("cpu"), torch.float64)
+    return Atoms([("O", "H")[t] for t in atype[0].tolist()], positions=coord[0].numpy(), cell=box[0].numpy(),
+                 pbc=True)
+
+
+def bench(natoms: int, dtype: str, args: argparse.Namespace) -> dict:
+    device = torch.device(args.device)
+    start_case(device)
+    model = water_model(dtype, args.model)
+    atoms = water_atoms(natoms)
+    potential = md.DeepPotential([model], md.atom_types(atoms.get_chemical_symbols(), model.type_map),
+                                 skin=args.skin, device=device)
+    state = md.init(atoms, potential, temperature=300.0, seed=0)
+    integrator = md.BussiNVT(dt=args.dt, temperature=300.0, tau=100.0)
+    stepper = md.Stepper(potential)
+    md.run(state, potential, integrator, args.warmup, max_temperature=math.inf, stepper=stepper)
+    builds, replays = potential.rebuilds, stepper.replays
+    sync(device)
+    start = time.perf_counter()
+    md.run(state, potential, integrator, args.steps, max_temperature=math.inf, stepper=stepper)
+    sync(device)
+    seconds = time.perf_counter() - start
+    return {"case": f"water:{dtype}:{len(atoms)}", "atoms": len(atoms),
+            "atom_steps_per_s": round(len(atoms) * args.steps / seconds, 1),
+            "ms_per_step": round(1e3 * seconds / args.steps, 3), "rebuilds": potential.rebuilds - builds,
+            "replays": stepper.replays - replays, "peak_mem_MiB": peak_mib(device), "device": str(device)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--sizes", type=int, nargs="+", default=None)
+    parser.add_argument("--dtype", nargs="+", default=["float32", "float64"], choices=["float32", "float64"])
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--dt", type=float, default=0.5)
+    parser.add_argument("--skin", type=float, default=2.0)
+    parser.add_argument("--model", default=None, help="a trained model file instead of random weights")
+    args = parser.parse_args()
+    sizes = args.sizes or ([192, 1536] if args.device == "cpu" else [1536, 12288, 98304])
+    for dtype in args.dtype:
+        for natoms in sizes:
+            print(json.dumps(bench(natoms, dtype, args)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
