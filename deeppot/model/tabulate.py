@@ -174,10 +174,17 @@ def table_lookup(data: Tensor, info: tuple[float, ...], x: Tensor) -> tuple[Tens
     tau = torch.where(inside1, x - (k * step + lower), x - ((k - k0) * step1 + upper))
     tau = torch.where(below, 0.0, torch.where(above, top - ((nspline - 1 - k0) * step1 + upper), tau))
     beyond = torch.where(below, x - lower, torch.where(above, x - top, 0.0))
-    c = data[k.long()].reshape(*x.shape, -1, 6)  # (..., M1, 6)
-    t = tau[..., None]
-    g = c[..., 0] + (c[..., 1] + (c[..., 2] + (c[..., 3] + (c[..., 4] + c[..., 5] * t) * t) * t) * t) * t
-    dg = c[..., 1] + (2 * c[..., 2] + (3 * c[..., 3] + (4 * c[..., 4] + 5 * c[..., 5] * t) * t) * t) * t
+    # Horner from a5 down, one coefficient gathered at a time: no (..., M1, 6) intermediate (6x the size of G)
+    coeff = data.reshape(nspline, -1, 6).permute(2, 0, 1).contiguous()  # (6, nspline, M1): ~1 MB a net
+    rows = k.long().reshape(-1)
+    t = tau.reshape(-1, 1)
+    g = coeff[5].index_select(0, rows)
+    dg = 5 * g
+    for j in (4, 3, 2, 1):
+        a = coeff[j].index_select(0, rows)
+        g, dg = g * t + a, dg * t + j * a
+    g = (g * t + coeff[0].index_select(0, rows)).reshape(*x.shape, -1)
+    dg = dg.reshape(*x.shape, -1)
     return g + dg * beyond[..., None], dg
 
 
