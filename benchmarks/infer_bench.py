@@ -21,6 +21,9 @@ GPU memory gives a line with "error": "out of memory". With --peer WHEEL_DIR, De
 wheels and times deepmd.infer.DeepPot.eval on the same .dp models (converted to .pth) in a subprocess
 (benchmarks/peer_infer.py), before deeppot touches the GPU; its lines have "tool": "deepmd-kit".
 Energies per atom (e_per_atom) of the two tools should agree: same weights.
+With --compress, compressed copies of the models (`deeppot compress` defaults: step 0.01, extrapolate 5,
+min_nbor_dist from the benchmark frame) are timed too, in cases named SYSTEM:PRECISION:NATOMS:compressed ("path":
+"fused" = the table kernels of deeppot/kernels/compressed.py). The peer gets the uncompressed models only.
 """
 
 from __future__ import annotations
@@ -157,16 +160,32 @@ def make_model(inputs: Path, system: str, precision: str):
     return EnergyModel.from_config(cfg)
 
 
+def frame_min_dist(data: Path, system: str) -> float:
+    """The smallest interatomic distance of the benchmark frame (minimum image; the cells are > 2 * that)."""
+    coord, box, _ = load_frame(data, system)
+    frac = (coord[:, None] - coord[None]) @ np.linalg.inv(box)
+    d = np.linalg.norm((frac - np.round(frac)) @ box, axis=-1)
+    return float(d[~np.eye(len(coord), dtype=bool)].min())
+
+
 def save_models(args, model_dir: Path) -> dict[str, str]:
-    """Fresh models of every system and precision, saved as model_dir/SYSTEM_PRECISION.dp: {"sys:prec": path}."""
+    """Fresh models of every system and precision, saved as model_dir/SYSTEM_PRECISION.dp: {"sys:prec": path};
+    with --compress also SYSTEM_PRECISION_compressed.dp: {"sys:prec:compressed": path}."""
     from deeppot.io import save_model
+    from deeppot.io.compress import compress_model
 
     paths = {}
     for system in args.systems:
         for precision in args.precisions:
             path = model_dir / f"{system}_{precision}.dp"
-            save_model(make_model(args.inputs, system, precision), path)
+            model = make_model(args.inputs, system, precision)
+            save_model(model, path)
             paths[f"{system}:{precision}"] = str(path)
+            if args.compress:
+                model.min_nbor_dist.fill_(frame_min_dist(args.data, system))
+                path = model_dir / f"{system}_{precision}_compressed.dp"
+                save_model(compress_model(model), path)
+                paths[f"{system}:{precision}:compressed"] = str(path)
     return paths
 
 
@@ -227,7 +246,8 @@ def run_mode(torch, dp, cell, mode: str, base: dict, args) -> dict:
     return row
 
 
-def run_model(torch, args, system: str, precision: str, model_path: str, path_opt: str, t_end: float) -> bool:
+def run_model(torch, args, system: str, precision: str, model_path: str, path_opt: str, t_end: float,
+              variant: str = "") -> bool:
     """Every size and mode of one system, precision and pair-stage choice; True when the fused kernels ran."""
     from deeppot.infer import DeepPot
 
@@ -236,8 +256,9 @@ def run_model(torch, args, system: str, precision: str, model_path: str, path_op
     path = ("fused-tf32" if path_opt == "tf32" else "fused") if dp.evaluator.fused else "pytorch"
     for cell in supercells(args.data, system, args.sizes):
         natoms, reps = cell[0], cell[1]
-        base = {"case": f"{system}:{precision}:{natoms}", "tool": "deeppot", "path": path, "system": system,
-                "precision": precision, "natoms": natoms, "replicas": reps, "weights": "random", **info}
+        base = {"case": f"{system}:{precision}:{natoms}{variant}", "tool": "deeppot", "path": path, "system": system,
+                "precision": precision, "natoms": natoms, "replicas": reps, "weights": "random",
+                "compressed": bool(variant), **info}
         for mode in args.modes:
             if time.perf_counter() > t_end:
                 emit(dict(base, mode=mode, error="skipped: time budget (--deadline) spent"), args.out)
@@ -260,6 +281,9 @@ def run_deeppot(args, models: dict[str, str]) -> None:
                 ran_fused = run_model(torch, args, system, precision, models[key], path_opt, t_end)
                 if path_opt == "auto":
                     fused[key] = ran_fused
+                if args.compress and path_opt != "tf32":  # the tables have no GEMMs to run in TF32
+                    run_model(torch, args, system, precision, models[f"{key}:compressed"], path_opt, t_end,
+                              ":compressed")
 
 
 # ---- the DeePMD-kit peer ----------------------------------------------------------------------------------------
@@ -357,6 +381,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--deadline", type=float, default=0.0, help="seconds for deeppot's cases; later ones are skipped")
     p.add_argument("--peer", help="folder of DeePMD-kit 3.2.0 wheels: also time DeePMD-kit on the same models")
     p.add_argument("--peer-seconds", type=float, default=150.0, help="time budget of the peer's cases")
+    p.add_argument("--compress", action="store_true", help="also time compressed copies of the models "
+                   "(cases SYSTEM:PRECISION:NATOMS:compressed)")
     p.add_argument("--model-dir", help="where the .dp models go (default: a temporary folder)")
     p.add_argument("--skip-deeppot", action="store_true", help="run only the peer")
     p.add_argument("--summary", metavar="JSONL", help="print a table of a results file and exit")
@@ -378,7 +404,9 @@ def main(argv=None) -> None:
     model_dir.mkdir(parents=True, exist_ok=True)
     models = save_models(args, model_dir)
     if args.peer:  # first, while this process holds no GPU memory; a crash of either side spares the other
-        run_peer(args, models)
+        # DeePMD-kit's PyTorch backend drops the tables of a .dp file (it keeps them in its state dict only), so the
+        # peer would time an uncompressed model under a compressed name: it gets the uncompressed models only
+        run_peer(args, {k: v for k, v in models.items() if not k.endswith(":compressed")})
     if not args.skip_deeppot:
         run_deeppot(args, models)
 

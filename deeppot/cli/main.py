@@ -113,6 +113,13 @@ def _model_devi(args: argparse.Namespace) -> None:
     log.info("model deviation written to %s", args.output)
 
 
+def _compress(args: argparse.Namespace) -> None:
+    from deeppot.io.compress import compress_file
+
+    compress_file(args.input, args.output, args.step, args.extrapolate, args.frequency, args.training_script)
+    log.info("compressed %s to %s", args.input, args.output)
+
+
 def _neighbor_stat(args: argparse.Namespace) -> None:
     from deeppot.tools.neighbor_stat import run_neighbor_stat
 
@@ -197,6 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("INPUT")
     p.add_argument("OUTPUT")
     p.set_defaults(func=_convert)
+
+    _add_compress_command(sub)
 
     p = sub.add_parser("plot", help="plot learning curves from lcurve.out")
     p.add_argument("LCURVE", nargs="?", default="lcurve.out")
@@ -296,6 +305,21 @@ def _add_md_command(sub) -> None:
     p.add_argument("-o", "--output", default=".", help="folder for thermo.out, traj.extxyz, restart.pt")
     p.add_argument("--restart", default=None, help="continue from a restart file (restart.pt)")
     p.set_defaults(func=_md)
+
+
+def _add_compress_command(sub) -> None:
+    p = sub.add_parser("compress", help="tabulate the embedding nets of a model for faster inference, "
+                       "like `dp compress`")
+    p.add_argument("-i", "--input", default="frozen_model.dp", help="model to compress (.dp/.yaml/.pt)")
+    p.add_argument("-o", "--output", default="frozen_model_compressed.dp", help="compressed model (.dp/.yaml)")
+    p.add_argument("-s", "--step", type=float, default=0.01, help="table stride (the second table uses 10x)")
+    p.add_argument("-e", "--extrapolate", type=float, default=5.0, help="the table spans up to this times the "
+                   "upper bound of the environment matrix")
+    p.add_argument("-f", "--frequency", type=int, default=-1, help="overflow-check frequency, stored in the "
+                   "table info (-1: off; deeppot does not check)")
+    p.add_argument("-t", "--training-script", default=None, help="input.json whose training data gives "
+                   "min_nbor_dist (needed when the model does not store it)")
+    p.set_defaults(func=_compress)
 
 
 def main(argv: list[str] | None = None) -> int:

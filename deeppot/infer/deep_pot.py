@@ -47,6 +47,8 @@ def bytes_per_centre(model: EnergyModel, fused: bool) -> int:
     nnei, m1, item = sum(d.sel), d.neuron[-1], d.dtype.itemsize
     per_atom = item * (8 * m1 * d.axis_neuron + 8 * sum(fit.neuron))  # descriptor, fitting activations
     per_pair = 48 + 8 * item if fused else 48 + (8 * m1 + 16) * item  # reference: G, dG/ds and their products
+    if d.compressed and not fused:  # the reference table lookup also gathers 6 coefficients per output
+        per_pair += 6 * m1 * item
     return per_atom + nnei * per_pair
 
 
@@ -54,7 +56,8 @@ class Evaluator:
     """Energy, forces and virials of frames on one device, batched by frames and chunked by atoms.
 
     fused: None picks the fused Triton kernels where they can run (a GPU and a model of the supported shape,
-    `deeppot.kernels.descriptor.unfusable_reason`), True insists (ValueError where they cannot), False keeps PyTorch.
+    `deeppot.kernels.descriptor.unfusable_reason`; for a compressed model the table kernels of
+    `deeppot.kernels.compressed`), True insists (ValueError where they cannot), False keeps PyTorch.
     tf32: the mixed-precision opt-in of the fused kernels (one TF32 pass per float32 embedding GEMM instead of
     three; about 1e-3 relative error in the embedding).
     """
@@ -64,7 +67,7 @@ class Evaluator:
         self.device = torch.device(device) if device is not None else default_device()
         self.model = model.to(self.device).eval()
         self.pair_stage, self.fused = self._pick_stage(fused)
-        if self.fused and tf32:
+        if self.fused and tf32 and not model.descriptor.compressed:  # the tables have no GEMM to run in TF32
             self.pair_stage = functools.partial(self.pair_stage, precision="tf32")
         self.batch_atoms = batch_atoms or (2**20 if self.device.type == "cuda" else 2**14)
         self.chunk_atoms = chunk_atoms or max(1, memory_budget(self.device) // bytes_per_centre(model, self.fused))
@@ -74,11 +77,15 @@ class Evaluator:
     def _pick_stage(self, fused: bool | None) -> tuple[PairStage, bool]:
         if fused is False:
             return reference_pair_stage, False
-        from deeppot.kernels import descriptor as kernels
-
-        reason = kernels.unfusable_reason(self.model, self.device)
+        if self.model.descriptor.compressed:
+            from deeppot.kernels.compressed import compressed_pair_stage as stage
+            from deeppot.kernels.compressed import unfusable_reason
+        else:
+            from deeppot.kernels.descriptor import fused_pair_stage as stage
+            from deeppot.kernels.descriptor import unfusable_reason
+        reason = unfusable_reason(self.model, self.device)
         if reason is None:
-            return kernels.fused_pair_stage, True
+            return stage, True
         if fused:
             raise ValueError(f"the fused inference kernels cannot run: {reason}")
         log.debug("fused inference kernels not used: %s", reason)

@@ -16,6 +16,7 @@ from deeppot.model.descriptor import DescrptSeA
 from deeppot.model.energy_model import EnergyModel
 from deeppot.model.fitting import EnergyFitting
 from deeppot.model.network import NetView
+from deeppot.model.tabulate import CompressedTables
 
 _DTYPE_NAMES = {torch.float64: "float64", torch.float32: "float32"}
 _NAME_DTYPES = {"float64": torch.float64, "float32": torch.float32, "default": torch.float64}
@@ -53,6 +54,18 @@ def _collection(nets, ndim: int, ntypes: int, kind: str) -> dict[str, Any]:
 
 
 def descriptor_to_dict(d: DescrptSeA, type_map: list[str]) -> dict[str, Any]:
+    """Version 2, or 3 with a `compress` entry (the tables) when compressed, as DeePMD-kit 3.2 writes it."""
+    out = _descriptor_v2(d, type_map)
+    if d.tables is not None:
+        tables = d.tables
+        out["@version"] = 3
+        out["compress"] = {"@variables": {
+            "compress_data": [_np(tables.data(k)) for k in range(tables.nnets)],
+            "compress_info": [_np(tables.info(k)) for k in range(tables.nnets)]}}
+    return out
+
+
+def _descriptor_v2(d: DescrptSeA, type_map: list[str]) -> dict[str, Any]:
     return {"@class": "Descriptor", "type": "se_e2_a", "@version": 2, "rcut": d.rcut, "rcut_smth": d.rcut_smth,
             "sel": list(d.sel), "neuron": list(d.neuron), "axis_neuron": d.axis_neuron, "resnet_dt": d.resnet_dt,
             "trainable": True, "type_one_side": d.type_one_side, "exclude_types": [list(p) for p in d.exclude_types],
@@ -135,8 +148,7 @@ def model_from_dict(data: dict[str, Any]) -> EnergyModel:
     # features first: another descriptor or a compressed one also carries a higher @version, and the
     # message should name the feature rather than the version
     _require(desc.get("type") in ("se_e2_a", "se_a"), f"descriptor {desc.get('type')!r}")
-    _require("compress" not in desc, "a compressed descriptor (export the uncompressed model)")
-    _check_version(desc, "Descriptor", 2)
+    _check_version(desc, "Descriptor", 3)  # 3: with the compression tables
     _require(not desc.get("spin") and not desc["env_mat"].get("use_exp_switch", False), "spin/exp switch")
     _check_version(fit, "Fitting", 4)
     _require(fit.get("type") == "ener", f"fitting {fit.get('type')!r}")
@@ -148,6 +160,23 @@ def model_from_dict(data: dict[str, Any]) -> EnergyModel:
     model = EnergyModel.from_config(model_def_script(data))
     _load_weights(model, data)
     return model
+
+
+def _load_tables(d: DescrptSeA, variables: dict[str, Any]) -> None:
+    """The compression tables of a version-3 descriptor: one (data, info) per embedding net, empty if untabulated."""
+    data, info = variables["compress_data"], variables["compress_info"]
+    _require(len(data) == len(d.nets) and len(info) == len(d.nets), "compression tables that do not match its nets")
+    m1 = d.neuron[-1]
+    tensors, infos = [], []
+    for table, values in zip(data, info, strict=True):
+        table = torch.as_tensor(np.asarray(table), dtype=d.dtype)
+        values = torch.as_tensor(np.asarray(values), dtype=d.dtype).reshape(-1)
+        if table.numel() and (table.dim() != 2 or table.shape[1] != 6 * m1 or values.numel() != 6):
+            raise ValueError(f"compress_data {tuple(table.shape)} / compress_info {tuple(values.shape)}: expected "
+                             f"(nspline, {6 * m1}) and (6,)")
+        tensors.append(table)
+        infos.append(values)
+    d.tables = CompressedTables(tensors, infos)
 
 
 def model_def_script(data: dict[str, Any]) -> dict[str, Any]:
@@ -172,6 +201,8 @@ def _load_weights(model: EnergyModel, data: dict[str, Any]) -> None:
         _load_net(net, fit["nets"]["networks"][t])
     _copy_checked(model.descriptor.davg, desc["@variables"]["davg"], "descriptor davg")
     _copy_checked(model.descriptor.dstd, desc["@variables"]["dstd"], "descriptor dstd")
+    if desc.get("compress") is not None:
+        _load_tables(model.descriptor, desc["compress"]["@variables"])
     bias_atom_e = fit["@variables"].get("bias_atom_e")
     if bias_atom_e is not None:  # (ntypes, 1)
         _copy_checked(model.fitting.bias_atom_e, np.reshape(bias_atom_e, ntypes), "fitting bias_atom_e")

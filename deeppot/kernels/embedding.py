@@ -44,6 +44,8 @@ def triton_available(device: torch.device) -> bool:
 
 def fusable(d) -> bool:
     """Whether the descriptor's embedding nets are of the shape the kernels implement."""
+    if getattr(d, "tables", None) is not None:  # compressed: the tables replace the nets (kernels/compressed.py)
+        return False
     nets = d.nets
     widths = [1, *nets.neuron]
     return (len(nets.layers) == 3 and nets.activation_function == "tanh" and not nets.resnet_dt

@@ -140,21 +140,29 @@ def atomic_energy_and_grad(fitting, desc: Tensor, atype: Tensor,
     return energy + bias, grad
 
 
+def _embed_net(d, k: int, s: Tensor) -> tuple[Tensor, Tensor]:
+    """G and dG/ds of net k: from its table when the descriptor is compressed (and the net tabulated)."""
+    if d.tables is not None and d.tables.tabulated(k):
+        return d.tables.embed(k, s)
+    return embed_with_tangent(d.nets, k, s)
+
+
 def embed_all(d, rr: Tensor, center_type: Tensor) -> tuple[Tensor, Tensor]:
     """G and dG/ds for every slot (nf, nloc, nnei, M1): per neighbour-type block, per centre type if two-sided.
 
-    The plain-PyTorch reference of `deeppot.kernels.embedding.embed_all` (one fused Triton kernel each way).
+    The plain-PyTorch reference of `deeppot.kernels.embedding.embed_all` (one fused Triton kernel each way);
+    a compressed descriptor reads its tables instead (`deeppot.model.tabulate`).
     """
     starts = [0, *accumulate(d.sel)]
     g_parts, dg_parts = [], []
     for b in range(d.ntypes):
         s = rr[:, :, starts[b]:starts[b + 1], :1]
         if d.type_one_side:
-            g, dg = embed_with_tangent(d.nets, b, s)
+            g, dg = _embed_net(d, b, s)
         else:  # net (a, b) for centre type a: every centre through every net, selected by type (static shapes)
             g = dg = None
             for a in range(d.ntypes):
-                g_a, dg_a = embed_with_tangent(d.nets, a + b * d.ntypes, s)
+                g_a, dg_a = _embed_net(d, a + b * d.ntypes, s)
                 is_a = (center_type == a)[..., None, None]
                 g = g_a if g is None else torch.where(is_a, g_a, g)
                 dg = dg_a if dg is None else torch.where(is_a, dg_a, dg)

@@ -9,6 +9,7 @@ from torch import Tensor, nn
 
 from deeppot.model.env_mat import env_mat_raw, normalize_env_mat
 from deeppot.model.network import StackedMLP
+from deeppot.model.tabulate import CompressedTables, TabulatedNets, tabulate
 
 
 def exclusion_mask(center_type: Tensor, nlist: Tensor, neighbor_type: Tensor, excluded: Tensor) -> Tensor:
@@ -20,7 +21,7 @@ def exclusion_mask(center_type: Tensor, nlist: Tensor, neighbor_type: Tensor, ex
     return ~pair_excluded
 
 
-def descriptor_from_blocks(rr: Tensor, center_type: Tensor, nets: StackedMLP, sel: list[int],
+def descriptor_from_blocks(rr: Tensor, center_type: Tensor, nets: StackedMLP | TabulatedNets, sel: list[int],
                            type_one_side: bool, axis_neuron: int,
                            groups: list[Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """D_i = T_i^T T_i^<, with T_i = (1/Nc) sum_j R_ij^T G(s_ij) (spec §4.4).
@@ -103,6 +104,21 @@ class DescrptSeA(nn.Module):
         self.register_buffer("excluded", excluded)
         self.register_buffer("davg", torch.zeros(ntypes, nnei, 4, dtype=dtype))
         self.register_buffer("dstd", torch.ones(ntypes, nnei, 4, dtype=dtype))
+        # compression (spec §10): the embedding nets tabulated; the nets stay, so the model serialises both ways
+        self.tables: CompressedTables | None = None
+
+    @property
+    def compressed(self) -> bool:
+        return self.tables is not None
+
+    def enable_compression(self, min_nbor_dist: float, step: float = 0.01, extrapolate: float = 5.0,
+                           check_frequency: int = -1) -> None:
+        """Tabulate the embedding nets (deeppot.model.tabulate); evaluation then reads the tables."""
+        self.tables = tabulate(self, min_nbor_dist, step, extrapolate, check_frequency)
+
+    def embedding_nets(self):
+        """What the blocks are embedded with: the nets, or their tables once compressed."""
+        return self.nets if self.tables is None else TabulatedNets(self.nets, self.tables)
 
     @property
     def dim_out(self) -> int:
@@ -119,6 +135,6 @@ class DescrptSeA(nn.Module):
         rr = normalize_env_mat(raw, center_type, self.davg, self.dstd)
         if self.exclude_types:
             rr = rr * exclusion_mask(center_type, nlist, neighbor_type, self.excluded).to(rr.dtype)[..., None]
-        d, _ = descriptor_from_blocks(rr, center_type, self.nets, self.sel, self.type_one_side, self.axis_neuron,
-                                      groups)
+        d, _ = descriptor_from_blocks(rr, center_type, self.embedding_nets(), self.sel, self.type_one_side,
+                                      self.axis_neuron, groups)
         return d.to(torch.float64)

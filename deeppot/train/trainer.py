@@ -158,6 +158,9 @@ class Trainer:
         model.min_nbor_dist.fill_(self.min_nbor_dist)
         if self.opt.init_model is not None:
             source = load_model(self.opt.init_model)
+            if source.descriptor.compressed:  # its uncompressed nets are inside: train those, not the tables
+                log.info("--init-model %s is compressed: starting from its embedding nets", self.opt.init_model)
+                source.descriptor.tables = None
             if source.config and source.config.get("descriptor", {}).get("sel") != model.sel:
                 raise TrainingError(f"--init-model {self.opt.init_model}: its sel {source.sel} differs from "
                                     f"input.json's {model.sel}")

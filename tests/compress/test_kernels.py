@@ -1,0 +1,99 @@
+"""The compressed Triton kernels against their PyTorch twins (tables read by `deeppot.model.tabulate`), on tiny
+cases: on a GPU, or under Triton's interpreter on a CPU."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from helpers import make_model, random_system
+
+from deeppot.infer.evaluate import FlatNeighbors, evaluate_flat, reference_pair_stage
+from deeppot.model import analytic
+from deeppot.nlist import build_neighbor_data
+
+kernels = pytest.importorskip("deeppot.kernels.compressed")
+pytestmark = pytest.mark.filterwarnings("ignore::deeppot.nlist.NeighborOverflowWarning")
+if kernels.embedding.triton is None:
+    pytest.skip("triton is not installed", allow_module_level=True)
+
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+TOL = {torch.float64: dict(rtol=1e-12, atol=1e-12), torch.float32: dict(rtol=2e-5, atol=2e-5)}
+
+CASES = [  # (type_one_side, precision, neuron, sel, ntypes): M1 a power of two or not; chunks full and partial
+    (True, "float64", (4, 8, 16), (5, 40), 2),
+    (False, "float64", (5, 10, 7), (30, 3, 12), 3),
+    (True, "float32", (4, 8, 12), (33, 7), 2),
+    (False, "float32", (6, 6, 12), (20, 20), 2),
+]
+
+
+def chunk_of(type_one_side, precision, neuron, sel, ntypes, seed=0):
+    """A compressed random model on DEVICE (tables for r_min 2.0 while atoms come to 0.8 and e = 1.2, so rows fall
+    in both strides and beyond the table) and the pair data of all centres of two frames."""
+    model = make_model(seed=seed, type_one_side=type_one_side, resnet_dt=False, precision=precision,
+                       neuron=list(neuron), sel=list(sel), ntypes=ntypes)
+    with torch.no_grad():
+        model.descriptor.dstd[..., 0] = 0.3
+    model.descriptor.enable_compression(2.0, 0.01, 1.2)
+    model = model.to(DEVICE)
+    coord, atype, box = random_system(natoms=12, ntypes=ntypes, nframes=2, seed=seed, min_dist=0.8)
+    nd = build_neighbor_data(coord.to(DEVICE), atype[None].expand(2, -1).to(DEVICE), box.to(DEVICE), model.rcut,
+                             model.sel)
+    flat = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
+    return model, flat
+
+
+@pytest.mark.parametrize(("type_one_side", "precision", "neuron", "sel", "ntypes"), CASES)
+def test_kernels_equal_their_pytorch_twins(type_one_side, precision, neuron, sel, ntypes):
+    model, flat = chunk_of(type_one_side, precision, neuron, sel, ntypes)
+    d = model.descriptor
+    assert kernels.unfusable_reason(model, DEVICE) is None
+    rij = flat.pair_vectors(0, flat.ncentre, model.rcut).to(d.dtype)
+    nlist_loc, neighbor_type = flat.neighbor_owner_and_type(0, flat.ncentre)
+    center_type = flat.center_type
+    rows = analytic.env_rows(d, rij[None], nlist_loc[None], center_type[None], neighbor_type[None])
+    info = d.tables.info_values[0]
+    live = rows.rr[..., 0][nlist_loc[None] >= 0]
+    assert (live > info[1]).any() and (live > info[2]).any()  # second stride and beyond the table are exercised
+    g, dg = analytic.embed_all(d, rows.rr, center_type[None])
+    t_ref = torch.einsum("fnjc,fnjm->fncm", rows.rr, g)[0] / sum(d.sel)
+    t_mat = kernels.compressed_descriptor_t(d, rij, center_type)
+    torch.testing.assert_close(t_mat, t_ref, **TOL[d.dtype])
+    t_bar = torch.randn(t_mat.shape, generator=torch.Generator().manual_seed(1), dtype=t_mat.dtype).to(DEVICE)
+    grad = kernels.compressed_pair_grad(d, rij, center_type, t_bar)
+    grad_ref = analytic.pair_grad(d, rows, g, dg, t_bar[None])[0]
+    scale = grad_ref.abs().max()
+    torch.testing.assert_close(grad / scale, grad_ref / scale, **TOL[d.dtype])
+
+
+def test_pair_stage_in_the_evaluator():
+    model, flat = chunk_of(True, "float64", (4, 8, 16), (5, 40), 2)
+    ref = evaluate_flat(model, flat, 7, reference_pair_stage)
+    out = evaluate_flat(model, flat, 7, kernels.compressed_pair_stage)
+    for key in ("atom_energy", "force", "virial"):
+        torch.testing.assert_close(out[key], ref[key], rtol=1e-11, atol=1e-11)
+
+
+def test_unfusable_reasons():
+    model, _ = chunk_of(True, "float64", (4, 8, 16), (5, 40), 2)
+    plain = copy.deepcopy(model)
+    plain.descriptor.tables = None
+    assert "not compressed" in kernels.unfusable_reason(plain, DEVICE)
+    excluded = make_model(resnet_dt=False, neuron=[4, 8, 16], exclude_types=[[0, 1]])
+    excluded.descriptor.enable_compression(1.0)
+    assert "exclude_types" in kernels.unfusable_reason(excluded, DEVICE)
+
+
+def test_evaluator_picks_the_compressed_kernels():
+    from deeppot.infer.deep_pot import Evaluator
+
+    model, _ = chunk_of(False, "float64", (4, 8, 16), (10, 10), 2)
+    fused, plain = Evaluator(model, DEVICE, fused=True), Evaluator(model, DEVICE, fused=False)
+    assert fused.pair_stage is kernels.compressed_pair_stage
+    coord, atype, box = random_system(natoms=8, nframes=1, seed=3)
+    args = coord.to(DEVICE), atype[None].to(DEVICE), box.to(DEVICE)
+    ours, ref = fused.evaluate(*args), plain.evaluate(*args)
+    for key in ("energy", "force", "virial"):
+        torch.testing.assert_close(ours[key], ref[key], rtol=1e-11, atol=1e-11)
