@@ -113,7 +113,7 @@ def profile(precision: str, reps: int, args, device: torch.device) -> list[dict]
     rows += [{**base, **row} for row in kernel_variants(ev.model, flat, m, args.t_variants, args.grad_variants,
                                                            "tf32" if args.tf32 else "tf32x3")]
     torch.cuda.reset_peak_memory_stats(device)
-    ms = timed(lambda: evaluate_flat(ev.model, flat, ev.chunk_atoms, ev.pair_stage))
+    ms = timed(lambda: evaluate_flat(ev.model, flat, ev.chunk_atoms, ev.pair_stage, scatter=ev.scatter))
     rows.append({**base, "whole": "eager", "ms_per_step": ms, "atom_steps_per_s": n / ms * 1e3,
                  "peak_mem_MiB": torch.cuda.max_memory_allocated(device) / 2**20})
     if n <= args.graph_max_atoms:

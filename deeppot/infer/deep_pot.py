@@ -67,6 +67,11 @@ class Evaluator:
         self.device = torch.device(device) if device is not None else default_device()
         self.model = model.to(self.device).eval()
         self.pair_stage, self.fused = self._pick_stage(fused)
+        self.scatter = None  # forces and virials: the PyTorch twin, or with the fused stages the fused kernel
+        if self.fused:
+            from deeppot.kernels.scatter import scatter_forces_and_virial as scatter
+
+            self.scatter = scatter
         if self.fused and tf32 and not model.descriptor.compressed:  # the tables have no GEMM to run in TF32
             self.pair_stage = functools.partial(self.pair_stage, precision="tf32")
         self.batch_atoms = batch_atoms or (2**20 if self.device.type == "cuda" else 2**14)
@@ -125,7 +130,7 @@ class Evaluator:
     def evaluate_neighbors(self, flat: FlatNeighbors, atomic: bool = False) -> dict[str, Tensor]:
         """The outputs of `evaluate` from prebuilt neighbour data."""
         with torch.no_grad():
-            return evaluate_flat(self.model, flat, self.chunk_atoms, self.pair_stage, atomic)
+            return evaluate_flat(self.model, flat, self.chunk_atoms, self.pair_stage, atomic, self.scatter)
 
 
 class DeepPot:

@@ -22,6 +22,8 @@ from torch import Tensor
 from deeppot.model import EnergyModel, analytic
 
 PairStage = Callable[[EnergyModel, Tensor, Tensor, Tensor, Tensor], tuple[Tensor, Tensor]]
+# (force, virial, g, rij, nlist_loc, start): adds a chunk's forces and per-centre virials (no per-atom virial)
+Scatter = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, int], None]
 
 
 @dataclass
@@ -95,12 +97,13 @@ def reference_pair_stage(model: EnergyModel, rij: Tensor, nlist_loc: Tensor, cen
 
 
 def evaluate_flat(model: EnergyModel, flat: FlatNeighbors, chunk_atoms: int, pair_stage: PairStage,
-                  atomic: bool = False) -> dict[str, Tensor]:
+                  atomic: bool = False, scatter: Scatter | None = None) -> dict[str, Tensor]:
     """Energy (nf,), atom_energy (nf, nloc), force (nf, nloc, 3), virial (nf, 9) [, atom_virial (nf, nloc, 9)],
     all float64, evaluating `chunk_atoms` centres at a time through `pair_stage`.
 
     The virial of each pair goes to its centre (one small contraction per centre) unless `atomic` asks for
-    DeePMD's per-atom virial, which gives each pair's share to the neighbour atom (spec §6.3).
+    DeePMD's per-atom virial, which gives each pair's share to the neighbour atom (spec §6.3). `scatter` replaces
+    `add_forces_and_virial` when not `atomic` (the fused kernel of `deeppot.kernels.scatter`).
     """
     n, device = flat.ncentre, flat.nlist.device
     atom_energy = torch.empty(n, dtype=torch.float64, device=device)
@@ -113,7 +116,10 @@ def evaluate_flat(model: EnergyModel, flat: FlatNeighbors, chunk_atoms: int, pai
         energy, g = pair_stage(model, rij.to(model.descriptor.dtype), nlist_loc, flat.center_type[start:stop],
                                neighbor_type)
         atom_energy[start:stop] = energy
-        _add_forces_and_virial(force, virial, g, rij, nlist_loc, start, atomic)
+        if scatter is None or atomic:
+            add_forces_and_virial(force, virial, g, rij, nlist_loc, start, atomic)
+        else:
+            scatter(force, virial, g, rij, nlist_loc, start)
     nf, nloc = flat.nf, flat.nloc
     out = {"energy": atom_energy.reshape(nf, nloc).sum(-1), "atom_energy": atom_energy.reshape(nf, nloc),
            "force": force.reshape(nf, nloc, 3), "virial": virial.reshape(nf, nloc, 9).sum(1)}
@@ -122,8 +128,8 @@ def evaluate_flat(model: EnergyModel, flat: FlatNeighbors, chunk_atoms: int, pai
     return out
 
 
-def _add_forces_and_virial(force: Tensor, virial: Tensor, g: Tensor, rij: Tensor, nlist_loc: Tensor, start: int,
-                           atomic: bool) -> None:
+def add_forces_and_virial(force: Tensor, virial: Tensor, g: Tensor, rij: Tensor, nlist_loc: Tensor, start: int,
+                          atomic: bool) -> None:
     """F_i += sum_j g_ij, F_owner(J) -= g_ij; virial -= g_ij (x) r_ij (to the centre, or to J if atomic).
 
     Padded slots have g = 0 exactly, so they are added to atom 0 harmlessly (no boolean indexing, no host sync).

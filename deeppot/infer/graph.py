@@ -66,7 +66,7 @@ class GraphedEvaluation:
     def _run(self, flat: FlatNeighbors) -> dict[str, Tensor]:
         ev = self.evaluator
         with torch.no_grad():
-            return evaluate_flat(ev.model, flat, ev.chunk_atoms, self.pair_stage, self.atomic)
+            return evaluate_flat(ev.model, flat, ev.chunk_atoms, self.pair_stage, self.atomic, ev.scatter)
 
     def _capture(self, flat: FlatNeighbors) -> _Captured:
         self.captured = None  # free the old graph's memory first
