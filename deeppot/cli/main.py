@@ -18,12 +18,17 @@ def _train(args: argparse.Namespace) -> None:
     from deeppot.config.input import load_input, normalize_input, write_out_json
     from deeppot.train.trainer import RunOptions, Trainer, pick_device
 
+    if args.use_pretrain_script and not args.finetune:
+        raise ValueError("--use-pretrain-script goes with --finetune (deeppot takes the model section from a "
+                         "pretrained model only when fine-tuning)")
     input_path = Path(args.INPUT)
     config = normalize_input(load_input(input_path))
     _resolve_data_paths(config, input_path.parent)
     options = RunOptions(workdir=Path.cwd(), device=pick_device(args.device),
                          restart=Path(args.restart) if args.restart else None,
                          init_model=Path(args.init_model) if args.init_model else None,
+                         finetune=Path(args.finetune) if args.finetune else None,
+                         use_pretrain_script=args.use_pretrain_script,
                          skip_neighbor_stat=args.skip_neighbor_stat,
                          cuda_graph=False if args.no_cuda_graph else None,
                          fused_kernels=not args.no_fused_kernels, tf32=args.tf32)
@@ -174,6 +179,10 @@ def build_parser() -> argparse.ArgumentParser:
     start = p.add_mutually_exclusive_group()
     start.add_argument("-r", "--restart", help="continue from a checkpoint (.pt)")
     start.add_argument("-i", "--init-model", help="start from another model's weights (.pt or .dp)")
+    start.add_argument("-t", "--finetune", help="fine-tune a pretrained model (.dp, .yaml, deeppot or DeePMD-kit "
+                       ".pt): its weights, type map matched by element names, energy bias re-fitted on the data")
+    p.add_argument("--use-pretrain-script", action="store_true",
+                   help="with --finetune: take the descriptor and fitting_net from the pretrained model")
     p.add_argument("--skip-neighbor-stat", action="store_true", help="skip the neighbour statistics of the data")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when available)")
     p.add_argument("--no-cuda-graph", action="store_true", help="run the step eagerly on a GPU (for debugging)")

@@ -84,9 +84,13 @@ def sample_systems(systems: Sequence[System], numb_batch: int) -> list[System]:
 
 
 def _first_frames(system: System, n: int) -> System:
-    cut = slice(0, min(n, system.nframes))
-    return System(system.path, system.atype, system.coord[cut], None if system.box is None else system.box[cut],
-                  {k: v[cut] for k, v in system.labels.items()}, system.find, system.order, system.type_names)
+    return select_frames(system, slice(0, min(n, system.nframes)))
+
+
+def select_frames(system: System, index) -> System:
+    """The frames `index` (a slice or an index array) of a system, as a new System."""
+    return System(system.path, system.atype, system.coord[index], None if system.box is None else system.box[index],
+                  {k: v[index] for k, v in system.labels.items()}, system.find, system.order, system.type_names)
 
 
 def bias_sample(systems: Sequence[System], ntypes: int, target: Sequence[np.ndarray] | None = None) -> BiasSample:

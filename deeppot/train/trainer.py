@@ -21,8 +21,10 @@ from deeppot.data import load_systems
 from deeppot.io.model_file import load_model, read_checkpoint
 from deeppot.model import EnergyModel
 from deeppot.model.stats import set_statistics
+from deeppot.tools.change_bias import select_frames
 from deeppot.train.checkpoint import CheckpointManager, resolve_checkpoint
 from deeppot.train.data import DataSampler
+from deeppot.train.finetune import adjust_out_bias, copy_pretrained, finetune_model_section, load_pretrained
 from deeppot.train.lcurve import LcurveWriter, eta_seconds, format_eta, format_log_line
 from deeppot.train.loss import EnergyLoss
 from deeppot.train.lr import build_lr
@@ -41,6 +43,8 @@ class RunOptions:
     device: torch.device
     restart: Path | None = None
     init_model: Path | None = None
+    finetune: Path | None = None  # a pretrained model to fine-tune (deeppot.train.finetune)
+    use_pretrain_script: bool = False  # with finetune: the model section from the pretrained model
     skip_neighbor_stat: bool = False
     progress: bool | None = None  # None: a progress line when stderr is a terminal
     cuda_graph: bool | None = None  # None: capture the step in CUDA graphs when training on a GPU
@@ -60,6 +64,7 @@ class Trainer:
         tr = config["training"]
         if tr.get("seed") is not None:
             torch.manual_seed(tr["seed"])
+        self.pretrained = self._pretrained_model() if options.finetune is not None else None
         self.train_data, self.valid_data = self._load_data()
         self.numb_steps = self._numb_steps()
         self.model = self._build_model().to(options.device)
@@ -114,6 +119,14 @@ class Trainer:
         self.valid_data.build_all()
         return step, GraphedMetrics(self, self.valid_data, step.pool)
 
+    def _pretrained_model(self) -> EnergyModel:
+        """Load the model to fine-tune; the model section is checked against it (or taken from it) before the
+        data are read, so sel and the type map are the fine-tuned run's."""
+        pretrained = load_pretrained(self.opt.finetune)
+        self.config["model"] = finetune_model_section(self.config["model"], pretrained, self.opt.use_pretrain_script,
+                                                      self.opt.finetune)
+        return pretrained
+
     def _load_data(self) -> tuple[DataSampler, DataSampler | None]:
         cfg, tr = self.config, self.config["training"]
         type_map = cfg["model"]["type_map"]
@@ -166,6 +179,10 @@ class Trainer:
                                     f"input.json's {model.sel}")
             model.load_state_dict(source.state_dict())
             log.info("initialised the weights from %s", self.opt.init_model)
+        elif self.pretrained is not None:
+            copy_pretrained(model, self.pretrained)
+            log.info("copied the descriptor and fitting weights, davg/dstd and out_bias from %s", self.opt.finetune)
+            adjust_out_bias(model, self._stat_frames(), self.opt.device)
         elif self.opt.restart is None:
             self._statistics(model)
         nparams = sum(p.numel() for p in model.parameters())
@@ -174,18 +191,27 @@ class Trainer:
 
     def _statistics(self, model: EnergyModel) -> None:
         """davg/dstd and the energy shift from data_stat_nbatch batches of every training system (spec §4.7)."""
-        nbatch = self.config["model"]["data_stat_nbatch"]
-        rng = np.random.default_rng(self.config["training"].get("seed"))
         data = self.train_data
         pairs, energies = [], []
-        for system, bs, (store_id, offset) in zip(data.systems, data.batch_sizes, data.where, strict=True):
-            picked = rng.permutation(system.nframes)[: nbatch * bs]
+        for system, picked, (store_id, offset) in zip(data.systems, self._stat_picks(), data.where, strict=True):
             store = data.stores[store_id]
             store.build(picked + offset)
             pairs.append(store.gather(torch.as_tensor(picked + offset, device=self.opt.device)).pairs)
             counts = np.bincount(system.atype, minlength=len(model.type_map))
             energies.append((np.repeat(counts[None], len(picked), 0), system.labels["energy"][picked]))
         set_statistics(model, pairs, energies)
+
+    def _stat_picks(self) -> list[np.ndarray]:
+        """The statistics sample: data_stat_nbatch batches of frames drawn from every training system."""
+        nbatch = self.config["model"]["data_stat_nbatch"]
+        rng = np.random.default_rng(self.config["training"].get("seed"))
+        data = self.train_data
+        return [rng.permutation(s.nframes)[: nbatch * bs] for s, bs in zip(data.systems, data.batch_sizes,
+                                                                            strict=True)]
+
+    def _stat_frames(self) -> list:
+        """The statistics sample as systems (for the fine-tuning bias fit, like DeePMD-kit's sampled data)."""
+        return [select_frames(s, np.sort(p)) for s, p in zip(self.train_data.systems, self._stat_picks(), strict=True)]
 
     def _optimizer(self) -> torch.optim.Optimizer:
         o = self.config.get("optimizer", {"type": "Adam", "adam_beta1": 0.9, "adam_beta2": 0.999,
