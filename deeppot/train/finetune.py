@@ -10,10 +10,11 @@ What DeePMD-kit does (deepmd/pt/entrypoints/main.py, deepmd/utils/finetune.py, d
 
 Where deeppot differs (on purpose):
 - a type_map that is a subset of the pretrained one, in any order, is mapped by element names: every per-type tensor
-  (embedding and fitting nets, davg/dstd with their neighbour-slot blocks, sel, biases) is re-indexed. DeePMD-kit
-  3.2 raises NotImplementedError for se_e2_a here (`DescrptSeA.change_type_map`); the re-indexed model is the same
-  function of the coordinates, so nothing is lost. A new element cannot be added (neither does DeePMD-kit for se_e2_a:
-  its nets would have no pretrained weights);
+  (embedding and fitting nets, davg/dstd with their neighbour-slot blocks, sel, biases) is re-indexed, and the
+  pretrained elements input.json leaves out are kept after its types (see finetune_model_section). DeePMD-kit 3.2
+  raises NotImplementedError for se_e2_a here (`DescrptSeA.change_type_map`); the re-indexed model is the same
+  function of the coordinates, so nothing is lost. A new element cannot be added (neither can DeePMD-kit for
+  se_e2_a: its nets would have no pretrained weights);
 - hyper-parameters that differ without `--use-pretrain-script` are an error naming the keys; DeePMD-kit only warns
   and then fails (or, worse, silently loads same-shaped weights built for another rcut).
 """
@@ -111,28 +112,44 @@ def hyper_differences(model_section: dict[str, Any], hyper: dict[str, dict[str, 
 def finetune_model_section(model_section: dict[str, Any], pretrained: EnergyModel, use_pretrain_script: bool,
                            source: str | Path) -> dict[str, Any]:
     """The model section of the fine-tuning run (a new dict): input.json's, checked against the pretrained model,
-    or with `use_pretrain_script` the pretrained model's descriptor and fitting_net (input.json's type_map kept)."""
-    index = type_index(pretrained.type_map, model_section["type_map"], source)
+    or with `use_pretrain_script` the pretrained model's descriptor and fitting_net.
+
+    The type_map is input.json's followed by the pretrained elements it does not list: se_e2_a's descriptor depends
+    on every type's neighbour slots (their number Nc = sum(sel) scales it, and empty slots still enter it), so
+    dropping a type would change the pretrained function; kept, the fine-tuned model starts as that function.
+    """
+    given = model_section["type_map"]
+    type_map = given + [name for name in pretrained.type_map if name not in given]
+    index = type_index(pretrained.type_map, given, source)
+    index += [pretrained.type_map.index(name) for name in type_map[len(given):]]
     hyper = pretrained_hyper(pretrained, index)
-    section = {**model_section, "descriptor": dict(model_section["descriptor"]),
+    section = {**model_section, "type_map": type_map, "descriptor": dict(model_section["descriptor"]),
                "fitting_net": dict(model_section["fitting_net"])}
     if isinstance(section["descriptor"]["sel"], str):  # "auto": the pretrained sel is the only one its weights fit
-        log.info('model.descriptor.sel "%s": taken from the pretrained model: %s', section["descriptor"]["sel"],
-                 hyper["descriptor"]["sel"])
-        section["descriptor"]["sel"] = hyper["descriptor"]["sel"]
-    differences = hyper_differences(section, hyper)
-    if use_pretrain_script:
-        for line in differences:
-            log.info("--use-pretrain-script: %s -> the pretrained value", line)
-        for name in ("descriptor", "fitting_net"):
-            section[name].update(hyper[name])
-    elif differences:
+        log.info('model.descriptor.sel "%s": taken from the pretrained model', section["descriptor"]["sel"])
+        section["descriptor"]["sel"] = hyper["descriptor"]["sel"][: len(given)]
+    differences = hyper_differences(section, _restricted(hyper, len(given)))
+    if differences and not use_pretrain_script:
         raise FinetuneError(f"--finetune {source}: the model section of input.json does not match the pretrained "
                             "model:\n  " + "\n  ".join(differences) +
                             "\nmake them equal, or pass --use-pretrain-script to take the pretrained model's")
-    log.info("fine-tuning type map: input.json %s -> pretrained %s", section["type_map"],
-             [pretrained.type_map[t] for t in index])
+    for line in differences:
+        log.info("--use-pretrain-script: %s -> the pretrained value", line)
+    for name in ("descriptor", "fitting_net"):
+        section[name].update(hyper[name])
+    log.info("fine-tuning type map: input.json %s -> model %s (pretrained type indices %s)", given, type_map, index)
+    if len(type_map) > len(given):
+        log.info("kept the pretrained element(s) %s after input.json's types: se_e2_a's descriptor depends on "
+                 "every type's neighbour slots", type_map[len(given):])
     return section
+
+
+def _restricted(hyper: dict[str, dict[str, Any]], ntypes: int) -> dict[str, dict[str, Any]]:
+    """The hyper-parameters as input.json states them: sel and exclude_types of its own `ntypes` types only."""
+    desc = dict(hyper["descriptor"])
+    desc["sel"] = desc["sel"][:ntypes]
+    desc["exclude_types"] = [p for p in desc["exclude_types"] if max(p) < ntypes]
+    return {"descriptor": desc, "fitting_net": hyper["fitting_net"]}
 
 
 def copy_pretrained(model: EnergyModel, pretrained: EnergyModel) -> None:
