@@ -202,14 +202,14 @@ def test_cli_finetunes_a_checkpoint_and_logs_the_bias_change(tmp_path, caplog, m
 
 @pytest.mark.slow
 def test_finetuning_converges_faster_than_training_from_scratch(tmp_path):
-    """Pretrain on water (data_0..2), then 40 steps on 4 frames of data_3: from the pretrained model vs from scratch."""
+    """Pretrain 1000 steps on water (data_0..2), then 40 steps on 4 frames of data_3, pretrained vs scratch."""
     tiny = {"type_map": ["O", "H"], "descriptor": descriptor(["O", "H"], True), "fitting_net": {"neuron": [16, 16]}}
     loss = {"start_pref_e": 0.02, "limit_pref_e": 1, "start_pref_f": 1000, "limit_pref_f": 1}
     pre = {"model": copy.deepcopy(tiny), "loss": loss,
            "learning_rate": {"start_lr": 2e-3, "stop_lr": 5e-4},
            "training": {"training_data": {"systems": [str(EXAMPLE_DATA / f"data_{i}") for i in range(3)],
                                           "batch_size": 1},
-                        "numb_steps": 300, "seed": 1, "disp_freq": 100, "save_freq": 300}}
+                        "numb_steps": 1000, "seed": 1, "disp_freq": 500, "save_freq": 1000}}
     trainer(pre, tmp_path / "pre").run()
     few = frames_of(tmp_path, EXAMPLE_DATA / "data_3", "few", slice(0, 4))
     valid = frames_of(tmp_path, EXAMPLE_DATA / "data_3", "valid", slice(40, 80))
@@ -221,7 +221,8 @@ def test_finetuning_converges_faster_than_training_from_scratch(tmp_path):
                                "numb_steps": 40, "seed": 2, "disp_freq": 40, "save_freq": 40}}
         trainer(config, tmp_path / name, **options).run()
         results[name] = read_lcurve(tmp_path / name / "lcurve.out")["rmse_f_val"][-1]
-    assert results["finetune"] < 0.7 * results["scratch"], results
+    # measured (CPU, ~20 s in all): force RMSE 0.31 eV/Å fine-tuned vs 0.82 from scratch after 40 steps
+    assert results["finetune"] < 0.6 * results["scratch"], results
 
 
 def frames_of(tmp_path: Path, src: Path, name: str, cut: slice) -> str:
