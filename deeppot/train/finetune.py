@@ -47,7 +47,9 @@ class FinetuneError(ValueError):
 def load_pretrained(path: str | Path) -> EnergyModel:
     """The pretrained model from any file deeppot reads (.dp, .yaml, deeppot or DeePMD-kit .pt), uncompressed."""
     path = Path(path)
-    if not path.exists() and not (not path.suffix and path.with_suffix(".pt").exists()):
+    if not path.suffix and not path.exists():  # DeePMD-kit appends .pt to a checkpoint name without a suffix
+        path = path.with_suffix(".pt")
+    if not path.is_file():
         raise FileNotFoundError(f"--finetune {path}: pretrained model not found")
     model = load_model(path)
     if model.descriptor.compressed:  # its uncompressed nets are inside: fine-tune those, not the tables
