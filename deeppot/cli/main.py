@@ -16,26 +16,35 @@ log = logging.getLogger("deeppot")
 
 def _train(args: argparse.Namespace) -> None:
     from deeppot.config.input import load_input, normalize_input, write_out_json
+    from deeppot.train import distributed
     from deeppot.train.trainer import RunOptions, Trainer, pick_device
 
     input_path = Path(args.INPUT)
     config = normalize_input(load_input(input_path))
     _resolve_data_paths(config, input_path.parent)
-    options = RunOptions(workdir=Path.cwd(), device=pick_device(args.device),
+    ranks, rank_device = distributed.from_env(args.device)  # started by torchrun: join its process group
+    distributed.quiet_other_ranks(ranks)
+    options = RunOptions(workdir=Path.cwd(), device=rank_device or pick_device(args.device),
                          restart=Path(args.restart) if args.restart else None,
                          init_model=Path(args.init_model) if args.init_model else None,
                          skip_neighbor_stat=args.skip_neighbor_stat,
                          cuda_graph=False if args.no_cuda_graph else None,
-                         fused_kernels=not args.no_fused_kernels, tf32=args.tf32)
+                         fused_kernels=not args.no_fused_kernels, tf32=args.tf32, dist=ranks)
+    if ranks.enabled:
+        log.info("data-parallel training: %d ranks (this is rank %d)", ranks.world_size, ranks.rank)
     log.info("training on %s", options.device)
-    trainer = Trainer(config, options)
-    write_out_json(config, args.output)
-    if args.profile:
-        from deeppot.train.profile import profile_training
+    try:
+        trainer = Trainer(config, options)
+        if ranks.is_main:
+            write_out_json(config, args.output)
+        if args.profile:
+            from deeppot.train.profile import profile_training
 
-        print(profile_training(trainer, trace=config["training"]["profiling_file"]))
-        return
-    trainer.run()
+            print(profile_training(trainer, trace=config["training"]["profiling_file"]))
+            return
+        trainer.run()
+    finally:
+        distributed.shutdown(ranks)
 
 
 def _resolve_data_paths(config: dict, input_dir: Path) -> None:
