@@ -11,7 +11,7 @@ import logging
 import math
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,7 @@ class RunOptions:
     cuda_graph: bool | None = None  # None: capture the step in CUDA graphs when training on a GPU
     fused_kernels: bool = True  # the Triton embedding kernels on a GPU, where the descriptor allows them
     tf32: bool = False  # mixed-precision opt-in: TF32 inputs to the embedding GEMMs of float32 models
-    dist: DistInfo = DistInfo()  # data-parallel ranks (deeppot.train.distributed); default: one process
+    dist: DistInfo = field(default_factory=DistInfo)  # data-parallel ranks; default: one process
 
 
 def pick_device(name: str | None) -> torch.device:
