@@ -83,6 +83,10 @@ class Trainer:
         use_graph = options.device.type == "cuda" if options.cuda_graph is None else options.cuda_graph
         if use_graph and options.device.type != "cuda":
             raise TrainingError("CUDA graphs need a CUDA device")
+        self.grad_accum_steps = tr.get("grad_accum_steps", 1)
+        if use_graph and self.grad_accum_steps > 1:
+            raise TrainingError("training.grad_accum_steps > 1 runs on the eager step only: add --no-cuda-graph "
+                                "(the captured step holds one batch), or use a larger batch_size")
         # graphs read the learning rate from a device scalar (no host sync, no re-capture when it changes)
         self.lr_tensor = torch.tensor(self.lr.start_lr, dtype=torch.float64, device=options.device) \
             if use_graph else None
@@ -161,7 +165,8 @@ class Trainer:
         nbatch = data.nbatch if ranks == 1 else [math.ceil(math.ceil(s.nframes / ranks) / b)
                                                  for s, b in zip(data.systems, data.batch_sizes, strict=True)]
         per_epoch = max(math.ceil(n / p) for n, p in zip(nbatch, data.probs, strict=True) if p > 0)
-        steps = math.ceil(tr["numb_epoch"] * per_epoch)
+        # every step draws grad_accum_steps batches
+        steps = math.ceil(tr["numb_epoch"] * per_epoch / tr.get("grad_accum_steps", 1))
         log.info("numb_epoch %g -> numb_steps %d", tr["numb_epoch"], steps)
         return steps
 
@@ -235,20 +240,28 @@ class Trainer:
     # ---- the loop ------------------------------------------------------------------------------------------
 
     def step(self, step: int) -> dict[str, torch.Tensor]:
-        """One optimisation step (0-based `step`); returns the batch metrics from before the update."""
+        """One optimisation step (0-based `step`); returns the (last accumulated) batch metrics from before the
+        update."""
         if self.graphed is not None:
             return self.graphed(step)
         lr = self.lr.value(step)
         for group in self.optimizer.param_groups:
             group["lr"] = lr * self.lr_scale
-        batch = self.train_data.next()
-        pred = self.model.forward_pairs(batch.pairs, create_graph=True)
-        loss, metrics = self.loss(pred, batch.labels, batch.find, batch.natoms, lr)
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        for _ in range(self.grad_accum_steps):
+            metrics = self._accumulate(lr)
         self.reduce_gradients()
         self.clip_gradients()
         self.optimizer.step()
+        return metrics
+
+    def _accumulate(self, lr: float) -> dict[str, torch.Tensor]:
+        """Forward and backward of the next batch, adding its share to the gradients; returns its metrics."""
+        batch = self.train_data.next()
+        pred = self.model.forward_pairs(batch.pairs, create_graph=True)
+        loss, metrics = self.loss(pred, batch.labels, batch.find, batch.natoms, lr)
+        # the mean over the accumulated batches, as one larger batch would give (one batch: loss as is)
+        (loss if self.grad_accum_steps == 1 else loss / self.grad_accum_steps).backward()
         return metrics
 
     def reduce_gradients(self) -> None:
