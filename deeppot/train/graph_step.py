@@ -80,6 +80,19 @@ class _Replayer:
         return captured
 
 
+def batch_shapes(sampler) -> list[tuple[int, np.ndarray]]:
+    """(store id, example frames) for every (store, batch size) the sampler can draw, in a fixed order.
+
+    A system of nframes frames with batch size bs gives batches of min(bs, nframes) frames and, at the end of each
+    epoch, one of nframes % bs (DataSampler's FrameSampler, spec §1.3).
+    """
+    shapes: dict[tuple[int, int], np.ndarray] = {}
+    for system, bs, (store_id, offset) in zip(sampler.systems, sampler.batch_sizes, sampler.where, strict=True):
+        for size in {min(bs, system.nframes), system.nframes % bs} - {0}:
+            shapes.setdefault((store_id, size), offset + np.arange(size))
+    return [(store_id, shapes[(store_id, size)]) for store_id, size in sorted(shapes)]
+
+
 class GraphedStep(_Replayer):
     """Callable like `Trainer.step`: runs one optimisation step by replaying a captured graph."""
 
@@ -101,14 +114,9 @@ class GraphedStep(_Replayer):
         Lazy capture would let one rank run its warm-up and capture (whose collectives do not execute) while
         another replays a graph whose all-reduce does: the collectives would pair up wrongly and hang.
         """
-        sampler = self.sampler
-        keys = set()
-        for system, bs, (store_id, offset) in zip(sampler.systems, sampler.batch_sizes, sampler.where, strict=True):
-            for size in {min(bs, system.nframes), system.nframes % bs} - {0}:  # full and short last batch
-                keys.add((store_id, size, offset))
-        for store_id, size, offset in sorted(keys):
-            if (store_id, size) not in self.graphs:
-                self._capture(store_id, offset + np.arange(size))
+        for store_id, frames in batch_shapes(self.sampler):
+            if (store_id, len(frames)) not in self.graphs:
+                self._capture(store_id, frames)
 
     def _before_run(self) -> None:
         # the graph allocates (and on replay overwrites) the gradients

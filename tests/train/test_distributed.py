@@ -14,9 +14,13 @@ import pytest
 import torch
 import torch.distributed as dist
 from dist_helpers import lr_scales, spawn, tiny_ddp_input, train_and_dump
+from helpers import EXAMPLE_DATA
 
 from deeppot.config.input import normalize_input
+from deeppot.data import load_systems
 from deeppot.train import distributed
+from deeppot.train.data import DataSampler
+from deeppot.train.graph_step import batch_shapes
 from deeppot.train.lcurve import read_lcurve
 from deeppot.train.trainer import RunOptions, Trainer
 
@@ -118,3 +122,16 @@ def test_torchrun_restart_with_a_different_number_of_ranks(tmp_path):
                       RunOptions(workdir=tmp_path, device=CPU, restart=tmp_path / "model.ckpt-4.pt"))
     resumed.run()
     assert resumed.start_step == 4 and (tmp_path / "model.ckpt-6.pt").is_file()
+
+
+def test_graph_shapes_cover_every_batch_the_sampler_draws():
+    """The CUDA graphs that capture_all records up front must include every batch shape a rank can draw
+    (checked on the CPU: the shapes come from the sampler alone; no neighbour data is built)."""
+    systems = load_systems([str(EXAMPLE_DATA / f"data_{i}") for i in range(3)], ["O", "H"])
+    sampler = DataSampler(systems, 4.0, [16, 32], CPU, [3, 7, 100], None, "prob_uniform", seed=3)
+    shapes = {(store_id, len(frames)) for store_id, frames in batch_shapes(sampler)}
+    drawn = set()
+    for _ in range(300):  # DataSampler.next_index without building the frames
+        k = int(sampler.rng.choice(len(sampler.systems), p=sampler.probs))
+        drawn.add((sampler.where[k][0], len(next(sampler.samplers[k]))))
+    assert drawn == shapes  # short end-of-epoch batches included, nothing captured in vain
