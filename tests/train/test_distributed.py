@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
-from dist_helpers import lr_scales, spawn, tiny_ddp_input, train_and_dump
+from dist_helpers import lr_scales, run_options, spawn, tiny_ddp_input, train_and_dump
 from helpers import EXAMPLE_DATA
 
 from deeppot.config.input import normalize_input
@@ -22,7 +22,7 @@ from deeppot.train import distributed
 from deeppot.train.data import DataSampler
 from deeppot.train.graph_step import batch_shapes
 from deeppot.train.lcurve import read_lcurve
-from deeppot.train.trainer import RunOptions, Trainer
+from deeppot.train.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU = torch.device("cpu")
@@ -49,7 +49,7 @@ def test_one_process_does_not_touch_torch_distributed(monkeypatch):
 def _replay_mean_gradient(config: dict, workdir: Path, steps: int) -> list[torch.Tensor]:
     """One process doing what 2 ranks should: rank 0's and rank 1's batches, the mean of their gradients, and
     the optimizer's rate scaled by 2 (scale_by_worker "linear")."""
-    single = Trainer(normalize_input(copy.deepcopy(config)), RunOptions(workdir=workdir, device=CPU))
+    single = Trainer(normalize_input(copy.deepcopy(config)), run_options(workdir, CPU))
     rank1 = copy.deepcopy(single.train_data)
     rank1.reseed(distributed.rank_seed(config["training"]["seed"], distributed.DistInfo(1, 2, 1)))
     params = list(single.model.parameters())
@@ -77,7 +77,7 @@ def test_two_ranks_average_gradients_and_only_rank0_writes(tmp_path):
     for a, b in zip(rank0["params"], rank1["params"], strict=True):
         assert torch.equal(a, b)  # every rank applied the same (averaged) update
     restored = Trainer(normalize_input(copy.deepcopy(config)),  # rank 0's checkpoint holds those weights
-                       RunOptions(workdir=tmp_path / "probe", device=CPU,
+                       run_options(tmp_path / "probe", CPU,
                                   restart=tmp_path / "rank0" / f"model.ckpt-{steps}.pt"))
     for got, want in zip(restored.model.parameters(), rank1["params"], strict=True):
         assert torch.equal(got.detach(), want)
@@ -104,12 +104,13 @@ def test_torchrun_restart_with_a_different_number_of_ranks(tmp_path):
     """1 process to step 2, torchrun with 2 ranks to step 4 (CLI), then 1 process again to step 6."""
     config = tiny_ddp_input(steps=2)
     config["training"]["save_freq"] = 2
-    Trainer(normalize_input(copy.deepcopy(config)), RunOptions(workdir=tmp_path, device=CPU)).run()
+    Trainer(normalize_input(copy.deepcopy(config)), run_options(tmp_path, CPU)).run()
     config["training"]["numb_steps"] = 4
     (tmp_path / "input.json").write_text(json.dumps(config))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-           "-m", "deeppot", "train", "input.json", "--device", "cpu", "--restart", "model.ckpt-2.pt"]
+           "-m", "deeppot", "train", "input.json", "--device", "cpu",
+           "--skip-neighbor-stat", "--restart", "model.ckpt-2.pt"]
     done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "Scale learning rate by coef: 2.0" in done.stdout
@@ -119,7 +120,7 @@ def test_torchrun_restart_with_a_different_number_of_ranks(tmp_path):
     assert (tmp_path / "out.json").is_file() and (tmp_path / "model.ckpt-4.pt").is_file()
     config["training"]["numb_steps"] = 6
     resumed = Trainer(normalize_input(copy.deepcopy(config)),
-                      RunOptions(workdir=tmp_path, device=CPU, restart=tmp_path / "model.ckpt-4.pt"))
+                      run_options(tmp_path, CPU, restart=tmp_path / "model.ckpt-4.pt"))
     resumed.run()
     assert resumed.start_step == 4 and (tmp_path / "model.ckpt-6.pt").is_file()
 

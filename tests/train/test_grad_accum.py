@@ -6,11 +6,11 @@ import copy
 
 import pytest
 import torch
-from dist_helpers import tiny_ddp_input
+from dist_helpers import run_options, tiny_ddp_input
 
 from deeppot.config.input import normalize_input
 from deeppot.config.schema import ConfigError
-from deeppot.train.trainer import RunOptions, Trainer
+from deeppot.train.trainer import Trainer
 
 CPU = torch.device("cpu")
 
@@ -18,10 +18,10 @@ CPU = torch.device("cpu")
 def test_two_accumulated_batches_equal_their_mean_gradient(tmp_path):
     config = tiny_ddp_input(steps=2)
     config["training"]["grad_accum_steps"] = 2
-    accumulated = Trainer(normalize_input(copy.deepcopy(config)), RunOptions(workdir=tmp_path / "a", device=CPU))
+    accumulated = Trainer(normalize_input(copy.deepcopy(config)), run_options(tmp_path / "a", CPU))
     accumulated.run()
     del config["training"]["grad_accum_steps"]
-    manual = Trainer(normalize_input(copy.deepcopy(config)), RunOptions(workdir=tmp_path / "m", device=CPU))
+    manual = Trainer(normalize_input(copy.deepcopy(config)), run_options(tmp_path / "m", CPU))
     params = list(manual.model.parameters())
     for step in range(2):
         lr = manual.lr.value(step)
