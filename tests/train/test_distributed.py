@@ -136,3 +136,17 @@ def test_graph_shapes_cover_every_batch_the_sampler_draws():
         k = int(sampler.rng.choice(len(sampler.systems), p=sampler.probs))
         drawn.add((sampler.where[k][0], len(next(sampler.samplers[k]))))
     assert drawn == shapes  # short end-of-epoch batches included, nothing captured in vain
+
+
+@pytest.mark.parametrize(("world_size", "accum", "expected"), [(1, 1, 120), (2, 1, 60), (3, 1, 41), (2, 2, 30)])
+def test_numb_epoch_counts_per_rank_batches(world_size, accum, expected):
+    """80 frames, batch 1: a rank sees ceil(80 / N) frames per epoch (as DeePMD's DistributedSampler), and each
+    step draws grad_accum_steps batches; numb_epoch 1.5."""
+    from types import SimpleNamespace
+
+    systems = load_systems([str(EXAMPLE_DATA / "data_0")], ["O", "H"])
+    sampler = DataSampler(systems, 4.0, [16, 32], CPU, 1, None, "prob_sys_size", seed=3)
+    training = {"numb_epoch": 1.5, "grad_accum_steps": accum}
+    fake = SimpleNamespace(config={"training": training}, train_data=sampler,
+                           opt=SimpleNamespace(dist=distributed.DistInfo(0, world_size, 0)))
+    assert Trainer._numb_steps(fake) == expected
