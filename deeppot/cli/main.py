@@ -16,6 +16,7 @@ log = logging.getLogger("deeppot")
 
 def _train(args: argparse.Namespace) -> None:
     from deeppot.config.input import load_input, normalize_input, write_out_json
+    from deeppot.train import distributed
     from deeppot.train.trainer import RunOptions, Trainer, pick_device
 
     if args.use_pretrain_script and not args.finetune:
@@ -24,23 +25,31 @@ def _train(args: argparse.Namespace) -> None:
     input_path = Path(args.INPUT)
     config = normalize_input(load_input(input_path))
     _resolve_data_paths(config, input_path.parent)
-    options = RunOptions(workdir=Path.cwd(), device=pick_device(args.device),
+    ranks, rank_device = distributed.from_env(args.device)  # started by torchrun: join its process group
+    distributed.quiet_other_ranks(ranks)
+    options = RunOptions(workdir=Path.cwd(), device=rank_device or pick_device(args.device),
                          restart=Path(args.restart) if args.restart else None,
                          init_model=Path(args.init_model) if args.init_model else None,
                          finetune=Path(args.finetune) if args.finetune else None,
                          use_pretrain_script=args.use_pretrain_script,
                          skip_neighbor_stat=args.skip_neighbor_stat,
                          cuda_graph=False if args.no_cuda_graph else None,
-                         fused_kernels=not args.no_fused_kernels, tf32=args.tf32)
+                         fused_kernels=not args.no_fused_kernels, tf32=args.tf32, dist=ranks)
+    if ranks.enabled:
+        log.info("data-parallel training: %d ranks (this is rank %d)", ranks.world_size, ranks.rank)
     log.info("training on %s", options.device)
-    trainer = Trainer(config, options)
-    write_out_json(config, args.output)
-    if args.profile:
-        from deeppot.train.profile import profile_training
+    try:
+        trainer = Trainer(config, options)
+        if ranks.is_main:
+            write_out_json(config, args.output)
+        if args.profile:
+            from deeppot.train.profile import profile_training
 
-        print(profile_training(trainer, trace=config["training"]["profiling_file"]))
-        return
-    trainer.run()
+            print(profile_training(trainer, trace=config["training"]["profiling_file"]))
+            return
+        trainer.run()
+    finally:
+        distributed.shutdown(ranks)
 
 
 def _resolve_data_paths(config: dict, input_dir: Path) -> None:
@@ -168,11 +177,7 @@ def _md(args: argparse.Namespace) -> None:
         raise SystemExit(1) from err
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="deeppot", description="Fast Deep Potential training, DeePMD-kit compatible")
-    parser.add_argument("-v", "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _add_train_command(sub) -> None:
     p = sub.add_parser("train", help="train a model from a DeePMD-kit input.json")
     p.add_argument("INPUT")
     p.add_argument("-o", "--output", default="out.json", help="normalised input written here")
@@ -192,6 +197,33 @@ def build_parser() -> argparse.ArgumentParser:
                    help="mixed precision: TF32 GEMM inputs in the fused embedding kernels (float32 models)")
     p.add_argument("--profile", action="store_true", help="profile a few steps, print the top kernels, write a trace")
     p.set_defaults(func=_train)
+
+
+def _add_model_devi_command(sub) -> None:
+    p = sub.add_parser("model-devi", help="model deviation of an ensemble on systems, like `dp model-devi`")
+    p.add_argument("-m", "--models", nargs="+", default=[f"graph.00{i}" for i in range(4)],
+                   help="frozen models (.dp, .yaml, .pt); a name without a model suffix gets .dp")
+    p.add_argument("-s", "--system", default=".", help="system folder, searched recursively")
+    p.add_argument("-S", "--set-prefix", default="set", help="deprecated and ignored, as in DeePMD-kit")
+    p.add_argument("-o", "--output", default="model_devi.out", help="output file (appended to)")
+    p.add_argument("-f", "--frequency", type=int, default=1,
+                   help="steps between frames of the trajectory: the step column is frame index x frequency")
+    p.add_argument("--real_error", "--real-error", dest="real_error", action="store_true",
+                   help="RMS error of the models against the systems' labels instead of their deviation")
+    p.add_argument("--atomic", action="store_true", help="also write the force deviation of each atom")
+    p.add_argument("--relative", type=float, default=None, metavar="LEVEL",
+                   help="relative force deviation: eps_i / (|<F_i>| + LEVEL)")
+    p.add_argument("--relative_v", "--relative-v", dest="relative_v", type=float, default=None, metavar="LEVEL",
+                   help="relative virial deviation: eps_ab / (||<W/N>|| + LEVEL), one magnitude per frame")
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    p.set_defaults(func=_model_devi)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="deeppot", description="Fast Deep Potential training, DeePMD-kit compatible")
+    parser.add_argument("-v", "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_train_command(sub)
 
     p = sub.add_parser("freeze", help="write a frozen model (DeePMD-kit .dp format)")
     p.add_argument("-c", "--checkpoint-folder", default=".", help="folder with a 'checkpoint' file, or a .pt")
@@ -221,24 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="lcurve.png")
     p.set_defaults(func=_plot)
 
-    p = sub.add_parser("model-devi", help="model deviation of an ensemble on systems, like `dp model-devi`")
-    p.add_argument("-m", "--models", nargs="+", default=[f"graph.00{i}" for i in range(4)],
-                   help="frozen models (.dp, .yaml, .pt); a name without a model suffix gets .dp")
-    p.add_argument("-s", "--system", default=".", help="system folder, searched recursively")
-    p.add_argument("-S", "--set-prefix", default="set", help="deprecated and ignored, as in DeePMD-kit")
-    p.add_argument("-o", "--output", default="model_devi.out", help="output file (appended to)")
-    p.add_argument("-f", "--frequency", type=int, default=1,
-                   help="steps between frames of the trajectory: the step column is frame index x frequency")
-    p.add_argument("--real_error", "--real-error", dest="real_error", action="store_true",
-                   help="RMS error of the models against the systems' labels instead of their deviation")
-    p.add_argument("--atomic", action="store_true", help="also write the force deviation of each atom")
-    p.add_argument("--relative", type=float, default=None, metavar="LEVEL",
-                   help="relative force deviation: eps_i / (|<F_i>| + LEVEL)")
-    p.add_argument("--relative_v", "--relative-v", dest="relative_v", type=float, default=None, metavar="LEVEL",
-                   help="relative virial deviation: eps_ab / (||<W/N>|| + LEVEL), one magnitude per frame")
-    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
-    p.set_defaults(func=_model_devi)
-
+    _add_model_devi_command(sub)
     _add_tool_commands(sub)
     _add_md_command(sub)
     return parser

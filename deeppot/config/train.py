@@ -85,7 +85,7 @@ LEARNING_RATE_KEYS = (
     Key("warmup_steps", (int,), 0, check=non_negative),
     Key("warmup_ratio", (float, type(None)), None, check=_optional(_in_unit_interval)),
     Key("warmup_start_factor", (float,), 0.0, check=non_negative),
-    # DeePMD PT never scales the learning rate by the number of workers; the key is accepted and ignored
+    # multiplies the optimizer's rate by the number of ranks as DeePMD's TF trainer does (its PT trainer ignores it)
     Key("scale_by_worker", (str,), "linear", check=one_of("linear", "sqrt", "none")),
     Key("type", (str,), "exp"),
     Key("decay_steps", (int,), 5000, check=positive),
@@ -180,6 +180,8 @@ TRAINING_KEYS = (
     Key("neighbor_graph_method", (str,), "auto", check=one_of("auto", "nv", "dense")),
     Key("enable_compile", (bool,), False),
     Key("enable_tf32", (bool,), False),
+    # deeppot only (not a DeePMD-kit key, so left out of out.json unless given): batches per optimizer step
+    Key("grad_accum_steps", (int,), OMIT, check=positive),
 )
 
 # DeePMD variants of a section's `type` that deeppot does not implement (named as such instead of "unknown")

@@ -122,6 +122,10 @@ class DataSampler:
         self.device = device
         self.nbatch = [nbatches(s.nframes, b) for s, b in zip(self.systems, self.batch_sizes, strict=True)]
         self.probs = system_probs(self.nbatch, sys_probs, auto_prob)
+        self.reseed(seed)
+
+    def reseed(self, seed: int | list[int] | None) -> None:
+        """Fresh random streams: system choice and one shuffle per system (`seed`: SeedSequence entropy)."""
         seeds = np.random.SeedSequence(seed).spawn(len(self.systems) + 1)
         self.rng = np.random.default_rng(seeds[0])
         self.samplers = [FrameSampler(s.nframes, b, np.random.default_rng(q))

@@ -80,6 +80,19 @@ class _Replayer:
         return captured
 
 
+def batch_shapes(sampler) -> list[tuple[int, np.ndarray]]:
+    """(store id, example frames) for every (store, batch size) the sampler can draw, in a fixed order.
+
+    A system of nframes frames with batch size bs gives batches of min(bs, nframes) frames and, at the end of each
+    epoch, one of nframes % bs (DataSampler's FrameSampler, spec §1.3).
+    """
+    shapes: dict[tuple[int, int], np.ndarray] = {}
+    for system, bs, (store_id, offset) in zip(sampler.systems, sampler.batch_sizes, sampler.where, strict=True):
+        for size in {min(bs, system.nframes), system.nframes % bs} - {0}:
+            shapes.setdefault((store_id, size), offset + np.arange(size))
+    return [(store_id, shapes[(store_id, size)]) for store_id, size in sorted(shapes)]
+
+
 class GraphedStep(_Replayer):
     """Callable like `Trainer.step`: runs one optimisation step by replaying a captured graph."""
 
@@ -93,7 +106,17 @@ class GraphedStep(_Replayer):
 
     def _set_lr(self, lr: float) -> None:
         super()._set_lr(lr)
-        self.tr.adam_lr.fill_(lr)  # fused Adam's own (float32) learning rate
+        self.tr.adam_lr.fill_(lr * self.tr.lr_scale)  # fused Adam's own (float32) rate, scale_by_worker applied
+
+    def capture_all(self) -> None:
+        """Capture the graph of every (store, batch size) the sampler can draw, now, in one order on all ranks.
+
+        Lazy capture would let one rank run its warm-up and capture (whose collectives do not execute) while
+        another replays a graph whose all-reduce does: the collectives would pair up wrongly and hang.
+        """
+        for store_id, frames in batch_shapes(self.sampler):
+            if (store_id, len(frames)) not in self.graphs:
+                self._capture(store_id, frames)
 
     def _before_run(self) -> None:
         # the graph allocates (and on replay overwrites) the gradients
@@ -105,6 +128,9 @@ class GraphedStep(_Replayer):
         pred = tr.model.forward_pairs(batch.pairs, create_graph=True)
         loss, metrics = tr.loss(pred, batch.labels, batch.find, batch.natoms, tr.lr_tensor)
         loss.backward()
+        # data-parallel: the gradient all-reduce is captured with the rest (NCCL collectives are capturable);
+        # capture_all makes every rank record and replay its collectives in the same order
+        tr.reduce_gradients()
         tr.clip_gradients()
         tr.optimizer.step()
         return metrics

@@ -6,11 +6,12 @@ schedule, metrics stay on the device and are read only on display steps.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from deeppot.model.stats import set_statistics
 from deeppot.tools.change_bias import select_frames
 from deeppot.train.checkpoint import CheckpointManager, resolve_checkpoint
 from deeppot.train.data import DataSampler
+from deeppot.train.distributed import DistInfo, average_gradients, broadcast_state, lr_scale, rank_seed
 from deeppot.train.finetune import adjust_out_bias, copy_pretrained, finetune_model_section, load_pretrained
 from deeppot.train.lcurve import LcurveWriter, eta_seconds, format_eta, format_log_line
 from deeppot.train.loss import EnergyLoss
@@ -50,6 +52,7 @@ class RunOptions:
     cuda_graph: bool | None = None  # None: capture the step in CUDA graphs when training on a GPU
     fused_kernels: bool = True  # the Triton embedding kernels on a GPU, where the descriptor allows them
     tf32: bool = False  # mixed-precision opt-in: TF32 inputs to the embedding GEMMs of float32 models
+    dist: DistInfo = field(default_factory=DistInfo)  # data-parallel ranks; default: one process
 
 
 def pick_device(name: str | None) -> torch.device:
@@ -68,16 +71,27 @@ class Trainer:
         self.train_data, self.valid_data = self._load_data()
         self.numb_steps = self._numb_steps()
         self.model = self._build_model().to(options.device)
+        if options.dist.enabled:  # every rank starts from rank 0's weights and statistics
+            broadcast_state(self.model)
         if tr.get("enable_compile"):  # DeePMD-kit's key: opt-in, compilation costs start-up time
             self.model.compile_forces()
             log.info("training.enable_compile: the force computation is compiled with torch.compile")
         else:
             self._pick_embedding_kernels(options)
         self.lr = build_lr(config["learning_rate"], self.numb_steps)
+        # multiplies the optimizer's rate only; the loss prefactors and lcurve.out see the schedule (as DeePMD TF)
+        self.lr_scale = lr_scale(config["learning_rate"].get("scale_by_worker", "linear"), options.dist.world_size)
+        if self.lr_scale != 1.0:
+            log.info("Scale learning rate by coef: %f (scale_by_worker, %d ranks)", self.lr_scale,
+                     options.dist.world_size)
         self.loss = EnergyLoss(config["loss"], self.lr.start_lr)
         use_graph = options.device.type == "cuda" if options.cuda_graph is None else options.cuda_graph
         if use_graph and options.device.type != "cuda":
             raise TrainingError("CUDA graphs need a CUDA device")
+        self.grad_accum_steps = tr.get("grad_accum_steps", 1)
+        if use_graph and self.grad_accum_steps > 1:
+            raise TrainingError("training.grad_accum_steps > 1 runs on the eager step only: add --no-cuda-graph "
+                                "(the captured step holds one batch), or use a larger batch_size")
         # graphs read the learning rate from a device scalar (no host sync, no re-capture when it changes)
         self.lr_tensor = torch.tensor(self.lr.start_lr, dtype=torch.float64, device=options.device) \
             if use_graph else None
@@ -87,7 +101,9 @@ class Trainer:
         self.start_step = 0
         if options.restart is not None:
             self._restore(options.restart)
-        self.ckpt = CheckpointManager(tr["save_ckpt"], tr.get("save_dir"), tr["max_ckpt_keep"], options.workdir)
+        # only rank 0 writes checkpoints (the other ranks hold the same weights)
+        self.ckpt = CheckpointManager(tr["save_ckpt"], tr.get("save_dir"), tr["max_ckpt_keep"], options.workdir) \
+            if options.dist.is_main else None
         self.graphed, self.graphed_valid = self._graph_replayers() if use_graph else (None, None)
         log.info("training step: %s", "CUDA graph replay" if use_graph else "eager")
 
@@ -114,6 +130,8 @@ class Trainer:
 
         self.train_data.build_all()  # every frame's neighbour data now, on the GPU: the graphs gather from it
         step = GraphedStep(self)
+        if self.opt.dist.enabled:  # every rank captures the same graphs at the same time (see capture_all)
+            step.capture_all()
         if self.valid_data is None:
             return step, None
         self.valid_data.build_all()
@@ -133,7 +151,7 @@ class Trainer:
         systems = load_systems(tr["training_data"]["systems"], type_map,
                                rglob_patterns=tr["training_data"].get("rglob_patterns"))
         valid_systems = None
-        if tr.get("validation_data"):
+        if tr.get("validation_data") and self.opt.dist.is_main:  # validation runs on rank 0 only
             valid_systems = load_systems(tr["validation_data"]["systems"], type_map,
                                          rglob_patterns=tr["validation_data"].get("rglob_patterns"))
         desc = cfg["model"]["descriptor"]
@@ -143,7 +161,7 @@ class Trainer:
         else:
             self.min_nbor_dist = -1.0
         seed = tr.get("seed")
-        train = self._sampler(systems, tr["training_data"], seed)
+        train = self._sampler(systems, tr["training_data"], rank_seed(seed, self.opt.dist))
         valid = self._sampler(valid_systems, tr["validation_data"], None if seed is None else seed + 1) \
             if valid_systems else None
         for line in train.summary():
@@ -155,9 +173,13 @@ class Trainer:
         tr = self.config["training"]
         if "numb_steps" in tr:
             return int(tr["numb_steps"])
-        data = self.train_data
-        per_epoch = max(math.ceil(n / p) for n, p in zip(data.nbatch, data.probs, strict=True) if p > 0)
-        steps = math.ceil(tr["numb_epoch"] * per_epoch)
+        data, ranks = self.train_data, self.opt.dist.world_size
+        # per-rank batch counts, as DeePMD's DistributedSampler gives each rank ceil(nframes / ranks) frames
+        nbatch = data.nbatch if ranks == 1 else [math.ceil(math.ceil(s.nframes / ranks) / b)
+                                                 for s, b in zip(data.systems, data.batch_sizes, strict=True)]
+        per_epoch = max(math.ceil(n / p) for n, p in zip(nbatch, data.probs, strict=True) if p > 0)
+        # every step draws grad_accum_steps batches
+        steps = math.ceil(tr["numb_epoch"] * per_epoch / tr.get("grad_accum_steps", 1))
         log.info("numb_epoch %g -> numb_steps %d", tr["numb_epoch"], steps)
         return steps
 
@@ -232,29 +254,46 @@ class Trainer:
             raise TrainingError(f"--restart {path}: the checkpoint's model does not match input.json's model "
                                 f"section ({str(err).splitlines()[0]})") from None
         self.optimizer.load_state_dict(state["optimizer"])
-        self.train_data.load_state_dict(state["sampler"]["train"])
+        self.start_step = int(state["step"])
+        if self.opt.dist.is_main:  # the checkpoint holds rank 0's sampler state, whatever the number of ranks
+            self.train_data.load_state_dict(state["sampler"]["train"])
+        else:  # the other ranks start a fresh stream of their own, so any number of ranks can restart
+            self.train_data.reseed(rank_seed(self.config["training"].get("seed"), self.opt.dist, self.start_step))
         if self.valid_data is not None and state["sampler"].get("valid"):
             self.valid_data.load_state_dict(state["sampler"]["valid"])
-        self.start_step = int(state["step"])
         log.info("restarting from %s at step %d", path, self.start_step)
 
     # ---- the loop ------------------------------------------------------------------------------------------
 
     def step(self, step: int) -> dict[str, torch.Tensor]:
-        """One optimisation step (0-based `step`); returns the batch metrics from before the update."""
+        """One optimisation step (0-based `step`); returns the (last accumulated) batch metrics from before the
+        update."""
         if self.graphed is not None:
             return self.graphed(step)
         lr = self.lr.value(step)
         for group in self.optimizer.param_groups:
-            group["lr"] = lr
-        batch = self.train_data.next()
-        pred = self.model.forward_pairs(batch.pairs, create_graph=True)
-        loss, metrics = self.loss(pred, batch.labels, batch.find, batch.natoms, lr)
+            group["lr"] = lr * self.lr_scale
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        for _ in range(self.grad_accum_steps):
+            metrics = self._accumulate(lr)
+        self.reduce_gradients()
         self.clip_gradients()
         self.optimizer.step()
         return metrics
+
+    def _accumulate(self, lr: float) -> dict[str, torch.Tensor]:
+        """Forward and backward of the next batch, adding its share to the gradients; returns its metrics."""
+        batch = self.train_data.next()
+        pred = self.model.forward_pairs(batch.pairs, create_graph=True)
+        loss, metrics = self.loss(pred, batch.labels, batch.find, batch.natoms, lr)
+        # the mean over the accumulated batches, as one larger batch would give (one batch: loss as is)
+        (loss if self.grad_accum_steps == 1 else loss / self.grad_accum_steps).backward()
+        return metrics
+
+    def reduce_gradients(self) -> None:
+        """Average the gradients over the ranks (before clipping, as DDP does); nothing in one process."""
+        if self.opt.dist.enabled:
+            average_gradients(list(self.model.parameters()), self.opt.dist.world_size)
 
     def clip_gradients(self) -> None:
         max_norm = self.config["training"].get("gradient_max_norm", 0.0)
@@ -264,13 +303,16 @@ class Trainer:
     def run(self) -> None:
         tr = self.config["training"]
         disp_freq, save_freq = tr["disp_freq"], tr["save_freq"]
+        main = self.opt.dist.is_main  # the other ranks only step: rank 0 displays, validates and saves
         lcurve = LcurveWriter(self.opt.workdir / tr["disp_file"], self.loss.metric_keys,
-                              self.valid_data is not None, append=self.start_step > 0)
+                              self.valid_data is not None, append=self.start_step > 0) if main else None
         clock = _Clock(self.numb_steps, self.start_step)
-        progress = _Progress(self.numb_steps, self.opt.progress)
-        with lcurve:
+        progress = _Progress(self.numb_steps, self.opt.progress if main else False)
+        with lcurve or contextlib.nullcontext():
             for step in range(self.start_step, self.numb_steps):
                 metrics = self.step(step)
+                if not main:
+                    continue
                 display_step = step + 1
                 if display_step % disp_freq == 0 or display_step == 1:
                     self._display(display_step, metrics, lcurve, clock)
@@ -279,7 +321,8 @@ class Trainer:
                 progress.update(display_step, clock)
         progress.close()
         clock.report()
-        log.info("Trained model has been saved to: %s", self.ckpt.dir / f"{self.ckpt.name}.pt")
+        if main:
+            log.info("Trained model has been saved to: %s", self.ckpt.dir / f"{self.ckpt.name}.pt")
 
     def _display(self, step: int, metrics: dict[str, torch.Tensor], lcurve: LcurveWriter, clock: _Clock) -> None:
         trn = self.loss.display(metrics)  # the one host sync of a display step
