@@ -31,7 +31,7 @@ if embedding.triton is not None:
     import triton
     import triton.language as tl
 
-    from deeppot.kernels.descriptor import _env_rows, _store_pair_grad
+    from deeppot.kernels.descriptor import _env_row_grad, _env_rows, _store_pair_grad, _t_bar_rows
 
     @triton.jit
     def _table_jet(table_ptr, info_ptr, k, s, live, col, col_ok, M1: tl.constexpr):
@@ -111,11 +111,7 @@ if embedding.triton is not None:
         ctype = tl.load(type_ptr + centre)
         col = tl.arange(0, M1P)
         col_ok = col < M1
-        tb = tbar_ptr + centre * 4 * M1 + col
-        tb0 = tl.load(tb, mask=col_ok, other=0.0)
-        tb1 = tl.load(tb + M1, mask=col_ok, other=0.0)
-        tb2 = tl.load(tb + 2 * M1, mask=col_ok, other=0.0)
-        tb3 = tl.load(tb + 3 * M1, mask=col_ok, other=0.0)
+        tb0, tb1, tb2, tb3 = _t_bar_rows(tbar_ptr, centre, col, col_ok, M1)
         for b in range(NTYPES):
             k = b if ONE_SIDE else ctype + b * NTYPES
             start = tl.load(starts_ptr + b)
@@ -128,12 +124,7 @@ if embedding.triton is not None:
                     s, rx, ry, rz, x, y, z, inv, w, dw, st = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype,
                                                                          slot, live, nnei, nstat)
                     g, dg = _table_jet(table_ptr, info_ptr, k, s, live, col, col_ok, M1)
-                    a = s[:, None] * tb0[None, :] + rx[:, None] * tb1[None, :] + ry[:, None] * tb2[None, :] \
-                        + rz[:, None] * tb3[None, :]
-                    q0 = tl.sum(g * tb0[None, :], axis=1) + tl.sum(a * dg, axis=1)
-                    q1 = tl.sum(g * tb1[None, :], axis=1)
-                    q2 = tl.sum(g * tb2[None, :], axis=1)
-                    q3 = tl.sum(g * tb3[None, :], axis=1)
+                    q0, q1, q2, q3 = _env_row_grad(g, dg, s, rx, ry, rz, tb0, tb1, tb2, tb3)
                     _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, inv, w, dw,
                                      q0, q1, q2, q3)
 

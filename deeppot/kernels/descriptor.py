@@ -129,16 +129,11 @@ if embedding.triton is not None:
                           L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                           NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, BLOCK: tl.constexpr,
                           MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
-        # t_bar arrives divided by nnei: r_bar_j = t_bar G_j^T, s_bar_j = (R_j t_bar) . dG_j (row reductions; the
-        # same products as padded GEMMs were measured 7-40x slower on an H100)
+        # t_bar arrives divided by nnei (`_env_row_grad`)
         centre = tl.program_id(0).to(tl.int64)
         ctype = tl.load(type_ptr + centre)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
-        tb = tbar_ptr + centre * 4 * N3 + col
-        tb0 = tl.load(tb, mask=col_ok, other=0.0)
-        tb1 = tl.load(tb + N3, mask=col_ok, other=0.0)
-        tb2 = tl.load(tb + 2 * N3, mask=col_ok, other=0.0)
-        tb3 = tl.load(tb + 3 * N3, mask=col_ok, other=0.0)
+        tb0, tb1, tb2, tb3 = _t_bar_rows(tbar_ptr, centre, col, col_ok, N3)
         for b in range(NTYPES):
             k = b if ONE_SIDE else ctype + b * NTYPES
             start = tl.load(starts_ptr + b)
@@ -156,14 +151,25 @@ if embedding.triton is not None:
                     dg = (1.0 - g * g) * w1[None, :]
                     g, dg = _dense_jet(g, dg, w2, b2, SKIP2, PRECISION)[3:]
                     g, dg = _dense_jet(g, dg, w3, b3, SKIP3, PRECISION)[3:]
-                    a = s[:, None] * tb0[None, :] + rx[:, None] * tb1[None, :] + ry[:, None] * tb2[None, :] \
-                        + rz[:, None] * tb3[None, :]
-                    q0 = tl.sum(g * tb0[None, :], axis=1) + tl.sum(a * dg, axis=1)
-                    q1 = tl.sum(g * tb1[None, :], axis=1)
-                    q2 = tl.sum(g * tb2[None, :], axis=1)
-                    q3 = tl.sum(g * tb3[None, :], axis=1)
+                    q0, q1, q2, q3 = _env_row_grad(g, dg, s, rx, ry, rz, tb0, tb1, tb2, tb3)
                     _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, inv, w, dw,
                                      q0, q1, q2, q3)
+
+    @triton.jit
+    def _t_bar_rows(tbar_ptr, centre, col, col_ok, M: tl.constexpr):
+        """The 4 rows of dE/dT (4, M) of one centre, over the register columns col."""
+        tb = tbar_ptr + centre * 4 * M + col
+        return (tl.load(tb, mask=col_ok, other=0.0), tl.load(tb + M, mask=col_ok, other=0.0),
+                tl.load(tb + 2 * M, mask=col_ok, other=0.0), tl.load(tb + 3 * M, mask=col_ok, other=0.0))
+
+    @triton.jit
+    def _env_row_grad(g, dg, s, rx, ry, rz, tb0, tb1, tb2, tb3):
+        """dE/dR_ij (the 4 normalised columns) of BLOCK rows from dE/dT: t_bar G_j^T, plus (R_j t_bar) . dG_j/ds on
+        column s (row reductions; the same products as padded GEMMs were measured 7-40x slower on an H100)."""
+        a = s[:, None] * tb0[None, :] + rx[:, None] * tb1[None, :] + ry[:, None] * tb2[None, :] \
+            + rz[:, None] * tb3[None, :]
+        q0 = tl.sum(g * tb0[None, :], axis=1) + tl.sum(a * dg, axis=1)
+        return q0, tl.sum(g * tb1[None, :], axis=1), tl.sum(g * tb2[None, :], axis=1), tl.sum(g * tb3[None, :], axis=1)
 
     @triton.jit
     def _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, inv, w, dw,
