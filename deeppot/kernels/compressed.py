@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from deeppot.kernels import embedding
-from deeppot.kernels.descriptor import _block_starts, _geometry
+from deeppot.kernels.descriptor import _block_starts, _geometry, energy_and_t_bar
 from deeppot.model import analytic
 
 BLOCK = 16  # slots per chunk: 16 x 4 warps measured fastest on an H100 (run13, benchmarks/compress_tiles.py)
@@ -207,12 +207,5 @@ def compressed_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Te
     """Atomic energies (n,) float64 and dE/dr_ij (n, nnei, 3) of a compressed model: the `deeppot.infer.evaluate`
     pair stage (as `deeppot.kernels.descriptor.fused_pair_stage`; sync_free runs every fitting net on every atom)."""
     d = model.descriptor
-    t_mat = compressed_descriptor_t(d, rij, center_type)
-    desc = analytic.descriptor_from_t(t_mat, d.axis_neuron)[None].to(torch.float64)
-    groups = None
-    if d.ntypes > 1 and not sync_free:
-        groups = [torch.nonzero(center_type == t).reshape(-1) for t in range(d.ntypes)]
-    energy, d_desc = analytic.atomic_energy_and_grad(model.fitting, desc, center_type[None], groups)
-    n, _, m1 = t_mat.shape
-    t_bar = analytic.t_bar_from_desc_grad(d_desc[0].to(d.dtype).reshape(n, m1, -1), t_mat)
-    return energy[0], compressed_pair_grad(d, rij, center_type, t_bar)
+    energy, t_bar = energy_and_t_bar(model, compressed_descriptor_t(d, rij, center_type), center_type, sync_free)
+    return energy, compressed_pair_grad(d, rij, center_type, t_bar)

@@ -260,12 +260,18 @@ def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
     (float32-level accuracy) or the mixed-precision opt-in "tf32".
     """
     d = model.descriptor
-    t_mat = descriptor_t(d, rij, center_type, precision)
+    energy, t_bar = energy_and_t_bar(model, descriptor_t(d, rij, center_type, precision), center_type, sync_free)
+    return energy, pair_grad_from_t_bar(d, rij, center_type, t_bar, precision)
+
+
+def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool) -> tuple[Tensor, Tensor]:
+    """Between the two kernels of a fused stage: atomic energies (n,) float64 and dE/dT (n, 4, M1) from T, the
+    fitting nets on their own type's atoms (per-type index lists: a host sync) or, sync_free, on every atom."""
+    d = model.descriptor
     desc = analytic.descriptor_from_t(t_mat, d.axis_neuron)[None].to(torch.float64)
     groups = None
     if d.ntypes > 1 and not sync_free:
         groups = [torch.nonzero(center_type == t).reshape(-1) for t in range(d.ntypes)]
     energy, d_desc = analytic.atomic_energy_and_grad(model.fitting, desc, center_type[None], groups)
     n, _, m1 = t_mat.shape
-    t_bar = analytic.t_bar_from_desc_grad(d_desc[0].to(d.dtype).reshape(n, m1, -1), t_mat)
-    return energy[0], pair_grad_from_t_bar(d, rij, center_type, t_bar, precision)
+    return energy[0], analytic.t_bar_from_desc_grad(d_desc[0].to(d.dtype).reshape(n, m1, -1), t_mat)
