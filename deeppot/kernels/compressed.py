@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from deeppot.kernels import embedding
-from deeppot.kernels.descriptor import _block_starts, _geometry, energy_and_t_bar
+from deeppot.kernels.descriptor import energy_and_t_bar, env_args
 from deeppot.model import analytic
 
 BLOCK = 16  # slots per chunk: 16 x 4 warps measured fastest on an H100 (run13, benchmarks/compress_tiles.py)
@@ -170,12 +170,7 @@ def _max_sel(sel: tuple[int, ...]) -> int:
 
 
 def _launch_args(d, rij: Tensor, center_type: Tensor) -> tuple[list, dict]:
-    stats = torch.stack([d.davg, 1.0 / d.dstd]).contiguous()  # (2, ntypes, nnei, 4)
-    nnei = sum(d.sel)
-    geo = _geometry(d.rcut, d.rcut_smth, d.env_protection, nnei, d.dtype, rij.device)
-    table, info = packed_tables(d.tables, d.dtype, rij.device)
-    tensors = [rij.contiguous(), center_type.to(torch.int32).contiguous(), stats, geo,
-               _block_starts(tuple(d.sel), rij.device), table, info]
+    tensors = [*env_args(d, rij, center_type), *packed_tables(d.tables, d.dtype, rij.device)]
     m1 = d.neuron[-1]
     meta = dict(M1=m1, M1P=triton.next_power_of_2(m1), NTYPES=d.ntypes, ONE_SIDE=d.type_one_side, BLOCK=BLOCK,
                 MAX_SEL=_max_sel(tuple(d.sel)), num_warps=NUM_WARPS)

@@ -217,14 +217,19 @@ def _geometry(rcut: float, rcut_smth: float, protection: float, nnei: int, dtype
     return torch.tensor([rcut, rcut_smth, protection, 1.0 / nnei], dtype=dtype, device=device)
 
 
+def env_args(d, rij: Tensor, center_type: Tensor) -> list[Tensor]:
+    """The arguments `_env_rows` reads, first in every inference kernel (these and the compressed ones): pair vectors,
+    centre types, statistics (davg, 1/dstd), geometry and the neighbour-type block starts."""
+    stats = torch.stack([d.davg, 1.0 / d.dstd]).contiguous()  # (2, ntypes, nnei, 4)
+    geo = _geometry(d.rcut, d.rcut_smth, d.env_protection, sum(d.sel), d.dtype, rij.device)
+    return [rij.contiguous(), center_type.to(torch.int32).contiguous(), stats, geo,
+            _block_starts(tuple(d.sel), rij.device)]
+
+
 def _launch_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str) -> tuple[list, dict]:
     """Tensor arguments shared by both kernels and their compile-time constants."""
     params = [t for layer in d.nets.layers for t in (layer.matrix, layer.bias)]
-    stats = torch.stack([d.davg, 1.0 / d.dstd]).contiguous()  # (2, ntypes, nnei, 4)
-    nnei = sum(d.sel)
-    geo = _geometry(d.rcut, d.rcut_smth, d.env_protection, nnei, d.dtype, rij.device)
-    tensors = [rij.contiguous(), center_type.to(torch.int32).contiguous(), stats, geo,
-               _block_starts(tuple(d.sel), rij.device), *params]
+    tensors = [*env_args(d, rij, center_type), *params]
     meta = embedding._launch_meta(params, d.sel, "ieee" if rij.dtype == torch.float64 else precision)
     block, warps = TILES[kernel]
     meta.update(NTYPES=d.ntypes, ONE_SIDE=d.type_one_side, BLOCK=block, num_warps=warps)
