@@ -86,3 +86,14 @@ def pairs_of(model: EnergyModel, nframes: int = 2, seed: int = 0, ntypes: int = 
     coord, atype, box = random_system(nframes=nframes, ntypes=ntypes, seed=seed)
     nd = build_neighbor_data(coord, atype[None].expand(nframes, -1), box, model.rcut, model.sel)
     return PairData.from_neighbors(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, model.rcut)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One intra-op thread for tests of tiny models and steps: as fast, and no OpenMP spin-waiting when other
+    processes share the cores (2 threads were 20x slower than 1 on a loaded 2-core machine). Autouse wherever it is
+    imported: a conftest that imports it applies it to its folder."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -1,12 +1,3 @@
-"""MD tests run many tiny steps: one thread avoids oversubscribing a shared CPU (tiny ops gain nothing from more)."""
+"""MD tests run many tiny steps on one intra-op thread (`helpers.one_thread`)."""
 
-import pytest
-import torch
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+from helpers import one_thread  # noqa: F401  (autouse: applies to this folder)
