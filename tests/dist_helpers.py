@@ -62,6 +62,7 @@ def _join_then_run(rank: int, fn, world_size: int, port: int, *args) -> None:
     info, device = distributed.from_env("cpu")
     try:
         fn(info, device, *args)
+        distributed.barrier(info)  # as the CLI: no rank destroys the group while another still talks to it
     finally:
         distributed.shutdown(info)
 

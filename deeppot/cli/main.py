@@ -48,6 +48,7 @@ def _train(args: argparse.Namespace) -> None:
             print(profile_training(trainer, trace=config["training"]["profiling_file"]))
             return
         trainer.run()
+        distributed.barrier(ranks)  # no rank tears down gloo's connections while another still uses them
     finally:
         distributed.shutdown(ranks)
 
