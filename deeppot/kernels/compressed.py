@@ -20,7 +20,7 @@ import functools
 import torch
 from torch import Tensor
 
-from deeppot.kernels import embedding
+from deeppot.kernels import embedding, exclude
 from deeppot.kernels.descriptor import energy_and_t_bar, env_args
 from deeppot.model import analytic
 
@@ -136,8 +136,8 @@ def unfusable_reason(model, device: torch.device) -> str | None:
         return "the model is not compressed"
     if not embedding.triton_available(device):
         return "they need Triton and a CUDA device (or TRITON_INTERPRET=1 on a CPU)"
-    if d.exclude_types or not all(d.tables.tabulated(k) for k in range(d.tables.nnets)):
-        return "the descriptor has exclude_types (untabulated nets)"
+    if not all(d.tables.tabulated(k) for k in range(d.tables.nnets)):
+        return "some embedding nets have no table"
     if not analytic.supports(model):
         return f"the fitting activation {model.fitting.activation_function!r} has no hand-written derivative"
     if d.dtype not in (torch.float32, torch.float64):
@@ -202,5 +202,7 @@ def compressed_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Te
     """Atomic energies (n,) float64 and dE/dr_ij (n, nnei, 3) of a compressed model: the `deeppot.infer.evaluate`
     pair stage (as `deeppot.kernels.descriptor.fused_pair_stage`; sync_free runs every fitting net on every atom)."""
     d = model.descriptor
-    energy, t_bar = energy_and_t_bar(model, compressed_descriptor_t(d, rij, center_type), center_type, sync_free)
+    rij, excess = exclude.as_padding(d, rij, center_type, neighbor_type)
+    t_mat = compressed_descriptor_t(d, rij, center_type)
+    energy, t_bar = energy_and_t_bar(model, t_mat if excess is None else t_mat - excess, center_type, sync_free)
     return energy, compressed_pair_grad(d, rij, center_type, t_bar)

@@ -23,7 +23,7 @@ from itertools import accumulate
 import torch
 from torch import Tensor
 
-from deeppot.kernels import embedding
+from deeppot.kernels import embedding, exclude
 from deeppot.model import analytic
 
 # Slots per chunk (the GEMM M dimension) and warps of each kernel, measured fastest on an H100 (water, 1e4-1e5 atoms;
@@ -195,8 +195,6 @@ def unfusable_reason(model, device: torch.device) -> str | None:
         return "they need Triton and a CUDA device (or TRITON_INTERPRET=1 on a CPU)"
     if not embedding.fusable(d):
         return "the embedding nets are not 3-layer tanh nets without resnet_dt"
-    if d.exclude_types:
-        return "the descriptor has exclude_types"
     if not analytic.supports(model):
         return f"the fitting activation {model.fitting.activation_function!r} has no hand-written derivative"
     if d.dtype not in (torch.float32, torch.float64):
@@ -265,7 +263,9 @@ def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
     (float32-level accuracy) or the mixed-precision opt-in "tf32".
     """
     d = model.descriptor
-    energy, t_bar = energy_and_t_bar(model, descriptor_t(d, rij, center_type, precision), center_type, sync_free)
+    rij, excess = exclude.as_padding(d, rij, center_type, neighbor_type)
+    t_mat = descriptor_t(d, rij, center_type, precision)
+    energy, t_bar = energy_and_t_bar(model, t_mat if excess is None else t_mat - excess, center_type, sync_free)
     return energy, pair_grad_from_t_bar(d, rij, center_type, t_bar, precision)
 
 

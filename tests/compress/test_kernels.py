@@ -29,11 +29,11 @@ CASES = [  # (type_one_side, precision, neuron, sel, ntypes): M1 a power of two 
 ]
 
 
-def chunk_of(type_one_side, precision, neuron, sel, ntypes, seed=0):
+def chunk_of(type_one_side, precision, neuron, sel, ntypes, seed=0, exclude_types=()):
     """A compressed random model on DEVICE (tables for r_min 2.0 while atoms come to 0.8 and e = 1.2, so rows fall
     in both strides and beyond the table) and the pair data of all centres of two frames."""
     model = make_model(seed=seed, type_one_side=type_one_side, resnet_dt=False, precision=precision,
-                       neuron=list(neuron), sel=list(sel), ntypes=ntypes)
+                       neuron=list(neuron), sel=list(sel), ntypes=ntypes, exclude_types=list(exclude_types))
     with torch.no_grad():
         model.descriptor.dstd[..., 0] = 0.3
     model.descriptor.enable_compression(2.0, 0.01, 1.2)
@@ -76,6 +76,17 @@ def test_pair_stage_in_the_evaluator():
         torch.testing.assert_close(out[key], ref[key], rtol=1e-11, atol=1e-11)
 
 
+def test_pair_stage_with_exclude_types():
+    """Excluded pairs go to the kernels as padded slots, the padding terms (from the tables) come off T."""
+    model, flat = chunk_of(False, "float64", (4, 8, 16), (12, 24), 2, exclude_types=[[0, 1]])
+    ref = evaluate_flat(model, flat, 7, reference_pair_stage)
+    out = evaluate_flat(model, flat, 7, kernels.compressed_pair_stage)
+    for key in ("atom_energy", "force", "virial"):
+        torch.testing.assert_close(out[key], ref[key], rtol=1e-11, atol=1e-11)
+    model.descriptor.excluded.zero_()  # not a comparison of two paths that both ignore the exclusion
+    assert (evaluate_flat(model, flat, 7, reference_pair_stage)["energy"] - ref["energy"]).abs().max() > 1e-6
+
+
 def test_unfusable_reasons():
     model, _ = chunk_of(True, "float64", (4, 8, 16), (5, 40), 2)
     plain = copy.deepcopy(model)
@@ -83,7 +94,7 @@ def test_unfusable_reasons():
     assert "not compressed" in kernels.unfusable_reason(plain, DEVICE)
     excluded = make_model(resnet_dt=False, neuron=[4, 8, 16], exclude_types=[[0, 1]])
     excluded.descriptor.enable_compression(1.0)
-    assert "exclude_types" in kernels.unfusable_reason(excluded, DEVICE)
+    assert kernels.unfusable_reason(excluded, DEVICE) is None  # padding rows reach the excluded pairs' nets too
 
 
 def test_evaluator_picks_the_compressed_kernels():

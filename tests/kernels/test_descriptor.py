@@ -28,10 +28,10 @@ CASES = [  # (type_one_side, precision, neuron, sel, ntypes): doubling, same-wid
 ]
 
 
-def chunk_of(type_one_side, precision, neuron, sel, ntypes, seed=0):
+def chunk_of(type_one_side, precision, neuron, sel, ntypes, seed=0, exclude_types=None):
     """A random model on DEVICE and the pair data of all centres of two random frames."""
     model = make_model(seed=seed, type_one_side=type_one_side, resnet_dt=False, precision=precision,
-                       neuron=list(neuron), sel=list(sel), ntypes=ntypes).to(DEVICE)
+                       neuron=list(neuron), sel=list(sel), ntypes=ntypes, exclude_types=exclude_types or []).to(DEVICE)
     coord, atype, box = random_system(natoms=12, ntypes=ntypes, nframes=2, seed=seed)
     nd = build_neighbor_data(coord.to(DEVICE), atype[None].expand(2, -1).to(DEVICE), box.to(DEVICE), model.rcut,
                              model.sel)
@@ -75,5 +75,23 @@ def test_fused_stage_equals_reference_stage(type_one_side, sync_free):
 def test_unfusable_models_are_named():
     model = make_model(resnet_dt=True)  # the helper's nets have a timestep
     assert "resnet_dt" in kernels.unfusable_reason(model, DEVICE)
-    model = make_model(resnet_dt=False, exclude_types=[[0, 1]])
-    assert kernels.unfusable_reason(model, DEVICE) == "the descriptor has exclude_types"
+
+
+@pytest.mark.parametrize(("type_one_side", "exclude", "sync_free"),
+                         [(True, [[0, 1]], False), (False, [[0, 1]], True), (False, [[1, 1]], False)])
+def test_fused_stage_with_exclude_types(type_one_side, exclude, sync_free):
+    """Excluded pairs reach the kernels as padded slots and their padding terms are taken off T: the whole stage
+    equals the reference stage, which zeroes the excluded rows (float64)."""
+    model, rij, nlist_loc, center_type, neighbor_type = chunk_of(type_one_side, "float64", (4, 8, 16), (24, 24),
+                                                                 2, seed=3, exclude_types=exclude)
+    assert kernels.unfusable_reason(model, DEVICE) is None
+    excluded = model.descriptor.excluded[center_type[:, None], neighbor_type.clamp(min=0)] & (neighbor_type >= 0)
+    assert excluded.sum() > 10 and (~excluded & (neighbor_type >= 0)).sum() > 10
+    energy, grad = kernels.fused_pair_stage(model, rij, nlist_loc, center_type, neighbor_type, sync_free=sync_free)
+    energy_ref, grad_ref = reference_pair_stage(model, rij, nlist_loc, center_type, neighbor_type)
+    torch.testing.assert_close(energy, energy_ref, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(grad, grad_ref, rtol=1e-10, atol=1e-12)
+    assert grad[excluded].abs().max() == 0
+    model.descriptor.exclude_types = []  # the same nets without the exclusion give other energies
+    model.descriptor.excluded.zero_()
+    assert (reference_pair_stage(model, rij, nlist_loc, center_type, neighbor_type)[0] - energy).abs().max() > 1e-6
