@@ -49,6 +49,7 @@ def water_neighbors(evaluator: Evaluator):
 def test_batched_equals_sequential_on_gpu(precision: str, fused: bool | None) -> None:
     evaluators = [Evaluator(m, "cuda", fused=fused) for m in water_models(precision)]
     flat = water_neighbors(evaluators[0])
+    assert EnsembleEvaluator(evaluators).batched  # the automatic choice on a GPU
     batched = EnsembleEvaluator(evaluators, batched=True)
     got = batched.evaluate_neighbors(flat)
     want = EnsembleEvaluator(evaluators, batched=False).evaluate_neighbors(flat)

@@ -69,7 +69,7 @@ def assert_outputs_close(got: dict, want: dict, precision: str) -> None:
 def test_batched_equals_sequential(precision: str, nm: int, periodic: bool, arch: str) -> None:
     models = ensemble(nm, precision, arch)
     flat = neighbors(models, periodic)
-    batched = EnsembleEvaluator([Evaluator(m, "cpu") for m in models])
+    batched = EnsembleEvaluator([Evaluator(m, "cpu") for m in models], batched=True)
     assert batched.batched
     got = batched.evaluate_neighbors(flat)
     assert got["force"].shape == (nm, 2, 12, 3) and got["virial"].shape == (nm, 2, 9)
@@ -79,8 +79,9 @@ def test_batched_equals_sequential(precision: str, nm: int, periodic: bool, arch
 def test_chunks_that_split_frames_give_the_same_result() -> None:
     models = ensemble(3)
     flat = neighbors(models, periodic=True)
-    whole = EnsembleEvaluator([Evaluator(m, "cpu") for m in models])
-    chunked = EnsembleEvaluator([Evaluator(m, "cpu") for m in models])
+    whole = EnsembleEvaluator([Evaluator(m, "cpu") for m in models], batched=True)
+    whole.chunk_atoms = 24
+    chunked = EnsembleEvaluator([Evaluator(m, "cpu") for m in models], batched=True)
     chunked.chunk_atoms = 5  # 24 centres of 2 frames in 5 chunks
     assert_outputs_close(chunked.evaluate_neighbors(flat), whole.evaluate_neighbors(flat), "float64")
 
@@ -91,8 +92,8 @@ def test_each_model_keeps_its_own_weights() -> None:
     models = ensemble(3, arch="two_side_3types")
     flat = neighbors(models, periodic=True)
     order = [2, 0, 1]
-    out = EnsembleEvaluator([Evaluator(m, "cpu") for m in models]).evaluate_neighbors(flat)
-    reordered = EnsembleEvaluator([Evaluator(models[i], "cpu") for i in order]).evaluate_neighbors(flat)
+    out = EnsembleEvaluator([Evaluator(m, "cpu") for m in models], True).evaluate_neighbors(flat)
+    reordered = EnsembleEvaluator([Evaluator(models[i], "cpu") for i in order], True).evaluate_neighbors(flat)
     for key in KEYS:
         torch.testing.assert_close(reordered[key], out[key][order], rtol=1e-12, atol=1e-12)
     energy = out["energy"][:, 0]
@@ -137,9 +138,21 @@ def test_models_without_a_stackable_pair_stage_fall_back() -> None:
     compressed.descriptor.enable_compression(0.5, 0.05, 2.0)
     assert "compressed" in unbatchable_reason([models[0], compressed])
     assert unbatchable_reason(models[:1]) == "a single model"
-    ens = EnsembleEvaluator([Evaluator(m, "cpu") for m in (models[0], compressed)])
     flat = neighbors(models, periodic=True)
+    ens = EnsembleEvaluator([Evaluator(m, "cpu") for m in (models[0], compressed)])
     assert not ens.batched and ens.evaluate_neighbors(flat)["force"].shape == (2, 2, 12, 3)
+    lone = EnsembleEvaluator([Evaluator(models[0], "cpu")], batched=True)  # nothing to batch: no error
+    assert lone.evaluate_neighbors(flat)["force"].shape == (1, 2, 12, 3)
+
+
+def test_automatic_choice_on_a_cpu_is_model_by_model(caplog) -> None:
+    """Stackable models on a CPU: model by model unless batched=True (batching saves kernel launches, which a CPU
+    does not pay; measured slower there), with the reason logged."""
+    evaluators = [Evaluator(m, "cpu") for m in ensemble(2)]
+    with caplog.at_level(logging.INFO, logger="deeppot.infer.ensemble"):
+        assert not EnsembleEvaluator(evaluators).batched
+    assert "on a CPU model by model is faster" in caplog.text
+    assert EnsembleEvaluator(evaluators, batched=True).batched
 
 
 @pytest.mark.parametrize("periodic", [True, False])
@@ -150,13 +163,13 @@ def test_deep_potential_deviation_columns_unchanged(periodic: bool) -> None:
     coord, atype, box = random_system(natoms=12, nframes=1, seed=5)
     cell = box[0] if periodic else None
     columns = {}
-    for batched in (None, False):
+    for batched in (True, False):
         pot = md.DeepPotential(models, atype, skin=0.5, device="cpu", batched=batched)
-        assert pot.ensemble.batched == (batched is None)
+        assert pot.ensemble.batched == batched
         pot.compute(coord[0], cell, rebuild=True)
         columns[batched] = pot.deviation()
     ref = sequential(models, pot.flat)
     want = deviation_columns(*(ref[key].numpy() / d for key, d in (("energy", 12), ("force", 1), ("virial", 12))))
     np.testing.assert_array_equal(columns[False], want[0])
-    np.testing.assert_allclose(columns[None], want[0], rtol=1e-10, atol=1e-14)
-    assert (columns[None] > 0).all()
+    np.testing.assert_allclose(columns[True], want[0], rtol=1e-10, atol=1e-14)
+    assert (columns[True] > 0).all()
