@@ -8,9 +8,9 @@ for all models, with a leading model axis. Forces and virials come from g = dE/d
 `add_forces_and_virial` as a single model's, applied to all models at once.
 
 Models that cannot be stacked (`unbatchable_reason`: different architecture, compressed tables, no hand-written
-derivative, different devices) are evaluated one after another by their own `Evaluator`s, and so are models on a
-CPU unless asked (`sequential_reason`); `EnsembleEvaluator` logs once which path runs and why. The weights are
-copied into the stack when it is built: a model changed afterwards needs a new `EnsembleEvaluator`.
+derivative, different devices) are evaluated one after another by their own `Evaluator`s (`sequential_reason`);
+`EnsembleEvaluator` logs once which path runs and why. The weights are copied into the stack when it is built: a
+model changed afterwards needs a new `EnsembleEvaluator`.
 """
 
 from __future__ import annotations
@@ -77,16 +77,9 @@ def _difference(key: str, value: object, first: object) -> str:
     return f"tensor {name} (shape, dtype, device {value.get(name)} against {first.get(name)})"
 
 
-def sequential_reason(models: Sequence[EnergyModel], batched: bool | None, device: torch.device) -> str | None:
-    """Why the models go one after another (None: in one batched call). The automatic choice stacks them on a GPU
-    only: batching saves kernel launches and their latency, which a CPU does not pay, and on a CPU the stacked call
-    was measured slower (4 water models, 192 atoms, one thread: 1.5x in float64, 1.4x in float32)."""
-    if batched is False:
-        return "batching switched off"
-    reason = unbatchable_reason(models)
-    if reason is None and batched is None and device.type == "cpu":
-        return "on a CPU model by model is faster (batched=True stacks them anyway)"
-    return reason
+def sequential_reason(models: Sequence[EnergyModel], batched: bool | None) -> str | None:
+    """Why the models go one after another (None: in one batched call)."""
+    return "batching switched off" if batched is False else unbatchable_reason(models)
 
 
 class _PairEnergy(nn.Module):
@@ -152,7 +145,7 @@ def evaluate_stacked(stack: StackedModels, flat: FlatNeighbors, chunk_atoms: int
 class EnsembleEvaluator:
     """Energy, forces and virials of several models on the same neighbour data.
 
-    evaluators: one `Evaluator` per model, on one device. batched: None stacks the models on a GPU where
+    evaluators: one `Evaluator` per model, on one device. batched: None stacks the models where
     `unbatchable_reason` allows, and else evaluates them one after another (each through its own evaluator, fused
     kernels included); True insists on the stack (ValueError where it cannot run; a lone model is simply
     evaluated); False never stacks.
@@ -161,13 +154,14 @@ class EnsembleEvaluator:
     def __init__(self, evaluators: Sequence[Evaluator], batched: bool | None = None) -> None:
         self.evaluators = list(evaluators)
         models, device = [ev.model for ev in self.evaluators], self.evaluators[0].device
-        reason = sequential_reason(models, batched, device)
+        reason = sequential_reason(models, batched)
         if reason is not None and batched and len(models) > 1:
             raise ValueError(f"the models cannot be evaluated in one batched call: {reason}")
         self.stack = StackedModels(models) if reason is None else None
         # vmap keeps every intermediate of every model at once: nm times one model's chunk memory; on a CPU
-        # small chunks stay in cache (192-atom water, 4 models, 12-96 centres a chunk against 254: 1.35-1.5x
-        # faster in float64, 1.1-1.4x in float32)
+        # small chunks stay in cache (192-atom water, 4 models, one thread, 12-96 centres a chunk against 254:
+        # 1.35-1.5x faster in float64, 1.1-1.4x in float32; with 254 the stack was 1.4-1.6x slower than model
+        # by model, with 32 about as fast)
         self.chunk_atoms = max(1, memory_budget(device) // (len(models) * bytes_per_centre(models[0], False)))
         if device.type == "cpu":
             self.chunk_atoms = min(self.chunk_atoms, 32)

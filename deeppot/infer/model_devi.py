@@ -12,8 +12,7 @@ per frame: DeePMD-kit divides an (nf, 9) array by an (nf,) one, right for one fr
 its own). With labels (real-error mode) the std becomes the RMS difference to the label and the magnitudes are the
 labels'. Then the `model_devi.out` writer and the drivers that evaluate the models: all models on the same
 frames, the neighbour data of a frame batch built once for each group of models sharing rcut and sel, and the
-models of a group evaluated in one batched call on a GPU where they share an architecture
-(`deeppot.infer.ensemble`).
+models of a group evaluated in one batched call where they share an architecture (`deeppot.infer.ensemble`).
 """
 
 from __future__ import annotations
@@ -155,8 +154,7 @@ def neighbor_groups(pots: Sequence[DeepPot]) -> list[list[int]]:
 
 def ensembles_of(pots: Sequence[DeepPot], batched: bool | None = None) -> Ensembles:
     """The groups of models that share neighbour data, each with the `EnsembleEvaluator` of its models (batched:
-    None stacks a group on a GPU where its models share an architecture, True insists, False evaluates model by
-    model)."""
+    None stacks a group where its models share an architecture, True insists, False evaluates model by model)."""
     return [(group, EnsembleEvaluator([pots[i].evaluator for i in group], batched))
             for group in neighbor_groups(pots)]
 

@@ -63,7 +63,7 @@ class DeepPotential:
     data, so they must share rcut and sel (and the type map). atype (N,) int64 model types. skin Å: the list is
     built with rcut + skin and rebuilt when an atom moved more than skin / 2 (or the cell strained enough).
     batched: how `deviation` evaluates the models (`deeppot.infer.ensemble.EnsembleEvaluator`): None in one
-    batched call on a GPU where they share an architecture, else one after another; True insists; False never.
+    batched call where they share an architecture, else one after another; True insists; False never.
     """
 
     def __init__(self, models: Sequence[EnergyModel], atype: Tensor, skin: float = 2.0,

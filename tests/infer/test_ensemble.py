@@ -145,14 +145,12 @@ def test_models_without_a_stackable_pair_stage_fall_back() -> None:
     assert lone.evaluate_neighbors(flat)["force"].shape == (1, 2, 12, 3)
 
 
-def test_automatic_choice_on_a_cpu_is_model_by_model(caplog) -> None:
-    """Stackable models on a CPU: model by model unless batched=True (batching saves kernel launches, which a CPU
-    does not pay; measured slower there), with the reason logged."""
+def test_automatic_choice_stacks_stackable_models(caplog) -> None:
     evaluators = [Evaluator(m, "cpu") for m in ensemble(2)]
     with caplog.at_level(logging.INFO, logger="deeppot.infer.ensemble"):
-        assert not EnsembleEvaluator(evaluators).batched
-    assert "on a CPU model by model is faster" in caplog.text
-    assert EnsembleEvaluator(evaluators, batched=True).batched
+        assert EnsembleEvaluator(evaluators).batched
+    assert "2 models evaluated in one batched call" in caplog.text
+    assert not EnsembleEvaluator(evaluators, batched=False).batched
 
 
 @pytest.mark.parametrize("periodic", [True, False])
@@ -163,13 +161,13 @@ def test_deep_potential_deviation_columns_unchanged(periodic: bool) -> None:
     coord, atype, box = random_system(natoms=12, nframes=1, seed=5)
     cell = box[0] if periodic else None
     columns = {}
-    for batched in (True, False):
+    for batched in (None, False):  # the default (stacked) and model by model
         pot = md.DeepPotential(models, atype, skin=0.5, device="cpu", batched=batched)
-        assert pot.ensemble.batched == batched
+        assert pot.ensemble.batched == (batched is None)
         pot.compute(coord[0], cell, rebuild=True)
         columns[batched] = pot.deviation()
     ref = sequential(models, pot.flat)
     want = deviation_columns(*(ref[key].numpy() / d for key, d in (("energy", 12), ("force", 1), ("virial", 12))))
     np.testing.assert_array_equal(columns[False], want[0])
-    np.testing.assert_allclose(columns[True], want[0], rtol=1e-10, atol=1e-14)
-    assert (columns[True] > 0).all()
+    np.testing.assert_allclose(columns[None], want[0], rtol=1e-10, atol=1e-14)
+    assert (columns[None] > 0).all()
