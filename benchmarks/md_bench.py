@@ -8,8 +8,15 @@ count is not that of real water; the cost of a step is). Prints one JSON line pe
   synchronised), rebuilds (neighbour-list builds in the timed steps), replays (segments run twice because a
   rebuild was due), peak_mem_MiB (torch.cuda.max_memory_allocated on a GPU; the process's peak RSS on a CPU), device.
 
+With --devi N, instead of MD: the model deviation of N models of that shape (each its own random weights, or
+--model N times) at one configuration, as `deeppot md --devi-freq` computes it at its devi steps
+(`DeepPotential.deviation`: every model on the step's neighbour list, the columns back on the host). One line per
+path, case "water:<dtype>:devi<N>", "path" "sequential" (model after model, each on its own fast path) or
+"batched" (one stacked call, deeppot/infer/ensemble.py); ms_per_step is the mean time of one deviation over
+--steps calls after --warmup calls (ms_min the fastest; the two paths' calls alternate; peak_mem_MiB is of both).
+
     python benchmarks/md_bench.py [--device cuda] [--sizes 192 1536 12288] [--dtype float32 float64]
-        [--steps 100] [--warmup 20] [--model model.dp]
+        [--steps 100] [--warmup 20] [--model model.dp] [--devi 4]
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from deeppot.model import EnergyModel
 INPUT = Path(__file__).resolve().parents[1] / "examples" / "water" / "input.json"
 
 
-def water_model(dtype: str, path: str | None) -> EnergyModel:
+def water_model(dtype: str, path: str | None, seed: int | None = None) -> EnergyModel:
     if path is not None:
         from deeppot.io import load_model
 
@@ -38,6 +45,8 @@ def water_model(dtype: str, path: str | None) -> EnergyModel:
     config = json.loads(INPUT.read_text())["model"]
     for section in ("descriptor", "fitting_net"):
         config[section]["precision"] = dtype
+        if seed is not None:  # the models of a deviation ensemble differ
+            config[section]["seed"] = seed
     return EnergyModel.from_config(config)
 
 
@@ -70,6 +79,32 @@ def bench(natoms: int, dtype: str, args: argparse.Namespace) -> dict:
             "replays": stepper.replays - replays, "peak_mem_MiB": peak_mib(device), "device": str(device)}
 
 
+def bench_devi(natoms: int, dtype: str, args: argparse.Namespace) -> list[dict]:
+    """The time of one `DeepPotential.deviation` of args.devi models, model after model and batched. The two
+    paths' calls alternate, so that a change of load on a shared machine hits both alike."""
+    device = torch.device(args.device)
+    models = [water_model(dtype, args.model, seed=k) for k in range(args.devi)]
+    atoms = water_atoms(natoms)
+    atype = md.atom_types(atoms.get_chemical_symbols(), models[0].type_map)
+    positions, cell = (torch.tensor(a, device=device) for a in (atoms.positions, atoms.cell.array))
+    start_case(device)
+    paths = {}
+    for path in ("sequential", "batched"):
+        paths[path] = md.DeepPotential(models, atype, skin=args.skin, device=device, batched=path == "batched")
+        paths[path].compute(positions, cell, rebuild=True)
+    times = {path: [] for path in paths}
+    for i in range(args.warmup + args.steps):
+        for path, potential in paths.items():
+            start = time.perf_counter()
+            potential.deviation()  # ends with a host read, so every call is synchronised
+            if i >= args.warmup:
+                times[path].append(time.perf_counter() - start)
+    return [{"case": f"water:{dtype}:devi{args.devi}", "path": path, "atoms": len(atoms), "models": args.devi,
+             "ms_per_step": round(1e3 * sum(t) / len(t), 3), "ms_min": round(1e3 * min(t), 3),
+             "peak_mem_MiB": peak_mib(device), "device": str(device), "threads": torch.get_num_threads()}
+            for path, t in times.items()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -80,11 +115,15 @@ def main() -> None:
     parser.add_argument("--dt", type=float, default=0.5)
     parser.add_argument("--skin", type=float, default=2.0)
     parser.add_argument("--model", default=None, help="a trained model file instead of random weights")
+    parser.add_argument("--devi", type=int, default=0, metavar="N",
+                        help="time the model deviation of N models (sequential and batched) instead of MD")
     args = parser.parse_args()
     sizes = args.sizes or ([192, 1536] if args.device == "cpu" else [1536, 12288, 98304])
     for dtype in args.dtype:
         for natoms in sizes:
-            print(json.dumps(bench(natoms, dtype, args)), flush=True)
+            rows = bench_devi(natoms, dtype, args) if args.devi else [bench(natoms, dtype, args)]
+            for row in rows:
+                print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

@@ -120,11 +120,20 @@ def evaluate_flat(model: EnergyModel, flat: FlatNeighbors, chunk_atoms: int, pai
             add_forces_and_virial(force, virial, g, rij, nlist_loc, start, atomic)
         else:
             scatter(force, virial, g, rij, nlist_loc, start)
-    nf, nloc = flat.nf, flat.nloc
-    out = {"energy": atom_energy.reshape(nf, nloc).sum(-1), "atom_energy": atom_energy.reshape(nf, nloc),
-           "force": force.reshape(nf, nloc, 3), "virial": virial.reshape(nf, nloc, 9).sum(1)}
+    return frame_outputs(atom_energy, force, virial, flat.nf, flat.nloc, atomic)
+
+
+def frame_outputs(atom_energy: Tensor, force: Tensor, virial: Tensor, nf: int, nloc: int,
+                  atomic: bool = False) -> dict[str, Tensor]:
+    """Per-centre arrays (..., ncentre[, k]) as the outputs per frame: energy (..., nf), atom_energy (..., nf, nloc),
+    force (..., nf, nloc, 3), virial (..., nf, 9) [, atom_virial (..., nf, nloc, 9)]; a leading axis (the models
+    of an ensemble) is kept."""
+    lead = atom_energy.shape[:-1]
+    atom_energy = atom_energy.reshape(*lead, nf, nloc)
+    out = {"energy": atom_energy.sum(-1), "atom_energy": atom_energy, "force": force.reshape(*lead, nf, nloc, 3),
+           "virial": virial.reshape(*lead, nf, nloc, 9).sum(-2)}
     if atomic:
-        out["atom_virial"] = virial.reshape(nf, nloc, 9)
+        out["atom_virial"] = virial.reshape(*lead, nf, nloc, 9)
     return out
 
 
@@ -132,15 +141,17 @@ def add_forces_and_virial(force: Tensor, virial: Tensor, g: Tensor, rij: Tensor,
                           atomic: bool) -> None:
     """F_i += sum_j g_ij, F_owner(J) -= g_ij; virial -= g_ij (x) r_ij (to the centre, or to J if atomic).
 
+    force (..., ncentre, 3), virial (..., ncentre, 9), g (..., n, nnei, 3): the leading axes (the models of an
+    ensemble, `deeppot.infer.ensemble`) share rij and nlist_loc (n, nnei[, 3]).
     Padded slots have g = 0 exactly, so they are added to atom 0 harmlessly (no boolean indexing, no host sync).
     """
-    n = g.shape[0]
-    g = g.to(torch.float64)
+    n, lead = g.shape[-3], g.shape[:-3]
+    g, rij = g.to(torch.float64), rij.to(torch.float64)
     owners = nlist_loc.clamp(min=0).reshape(-1)
-    force[start:start + n] += g.sum(dim=1)
-    force.index_add_(0, owners, -g.reshape(-1, 3))
+    force[..., start:start + n, :] += g.sum(dim=-2)
+    force.index_add_(-2, owners, -g.reshape(*lead, -1, 3))
     if atomic:
-        pair_virial = -(g[..., :, None] * rij.to(torch.float64)[..., None, :]).reshape(-1, 9)
-        virial.index_add_(0, owners, pair_virial)
+        pair_virial = -(g[..., :, None] * rij[..., None, :]).reshape(*lead, -1, 9)
+        virial.index_add_(-2, owners, pair_virial)
     else:
-        virial[start:start + n] -= torch.einsum("njc,njd->ncd", g, rij.to(torch.float64)).reshape(n, 9)
+        virial[..., start:start + n, :] -= torch.einsum("...njc,njd->...ncd", g, rij).reshape(*lead, n, 9)

@@ -11,7 +11,8 @@ population std over the models, axis 0):
 per frame: DeePMD-kit divides an (nf, 9) array by an (nf,) one, right for one frame only; here every frame gets
 its own). With labels (real-error mode) the std becomes the RMS difference to the label and the magnitudes are the
 labels'. Then the `model_devi.out` writer and the drivers that evaluate the models: all models on the same
-frames, the neighbour data of a frame batch built once for each group of models sharing rcut and sel.
+frames, the neighbour data of a frame batch built once for each group of models sharing rcut and sel, and the
+models of a group evaluated in one batched call where they share an architecture (`deeppot.infer.ensemble`).
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ import torch
 
 from deeppot.data import System, find_systems, load_system
 from deeppot.infer.deep_pot import DeepPot, standard_input
+from deeppot.infer.ensemble import EnsembleEvaluator
 from deeppot.model import EnergyModel
 
 __all__ = ["DEVI_NAMES", "atomic_force_devi", "common_type_map", "deviation_columns", "energy_devi",
-           "force_devi", "load_models", "make_model_devi", "model_devi_header", "model_deviation", "predict",
-           "virial_devi", "write_model_devi"]
+           "ensembles_of", "force_devi", "load_models", "make_model_devi", "model_devi_header", "model_deviation",
+           "predict", "virial_devi", "write_model_devi"]
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +39,7 @@ DEVI_NAMES = ("max_devi_v", "min_devi_v", "avg_devi_v", "max_devi_f", "min_devi_
 LABEL_KEYS = ("energy", "force", "virial")
 
 ModelLike = DeepPot | EnergyModel | str | Path
+Ensembles = list[tuple[list[int], EnsembleEvaluator]]  # the indices of a group of models and their evaluator
 
 
 # ---- deviations of predictions (pure NumPy) --------------------------------------------------------------------
@@ -149,56 +152,66 @@ def neighbor_groups(pots: Sequence[DeepPot]) -> list[list[int]]:
     return list(groups.values())
 
 
-def predict(pots: Sequence[DeepPot], coord: np.ndarray, atype: np.ndarray,
-            box: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def ensembles_of(pots: Sequence[DeepPot], batched: bool | None = None) -> Ensembles:
+    """The groups of models that share neighbour data, each with the `EnsembleEvaluator` of its models (batched:
+    None stacks a group where its models share an architecture, True insists, False evaluates model by model)."""
+    return [(group, EnsembleEvaluator([pots[i].evaluator for i in group], batched))
+            for group in neighbor_groups(pots)]
+
+
+def predict(pots: Sequence[DeepPot], coord: np.ndarray, atype: np.ndarray, box: np.ndarray | None,
+            ensembles: Ensembles | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Energy (nm, nf) eV, force (nm, nf, natoms, 3) eV/Å, virial (nm, nf, 9) eV of every model.
 
     coord (nf, natoms, 3), atype (nf, natoms) int64, box (nf, 3, 3) or None: checked arrays (`standard_input`).
+    ensembles: `ensembles_of(pots)`, built once by callers that predict block after block.
     """
     outs: list[dict[str, np.ndarray]] = [{} for _ in pots]
-    for group in neighbor_groups(pots):
-        for i, out in zip(group, _predict_group([pots[i] for i in group], coord, atype, box), strict=True):
-            outs[i] = out
+    for group, ensemble in ensembles if ensembles is not None else ensembles_of(pots):
+        out = _predict_group(ensemble, coord, atype, box)
+        for k, i in enumerate(group):
+            outs[i] = {key: out[key][k] for key in LABEL_KEYS}
     energy, force, virial = (np.stack([out[key] for out in outs]) for key in LABEL_KEYS)
     return energy, force, virial
 
 
-def _predict_group(pots: Sequence[DeepPot], coord: np.ndarray, atype: np.ndarray,
-                   box: np.ndarray | None) -> list[dict[str, np.ndarray]]:
-    """Models of equal rcut and sel on the same frames: each frame batch's neighbour data is built once."""
-    evaluator = pots[0].evaluator
+def _predict_group(ensemble: EnsembleEvaluator, coord: np.ndarray, atype: np.ndarray,
+                   box: np.ndarray | None) -> dict[str, np.ndarray]:
+    """Models of equal rcut and sel on the same frames: each frame batch's neighbour data is built once, and all
+    models are evaluated on it together. Energy (nm, nf), force (nm, nf, natoms, 3), virial (nm, nf, 9)."""
+    evaluator = ensemble.evaluators[0]
     c, a = (torch.tensor(x, device=evaluator.device) for x in (coord, atype))  # copies: inputs may be read-only
     b = None if box is None else torch.tensor(box, device=evaluator.device)
-    parts: list[list[dict[str, np.ndarray]]] = [[] for _ in pots]
+    parts: list[dict[str, np.ndarray]] = []
     # the evaluator's own frame batches (bounded atoms; on a GPU also within the O(N^2) builder's pair limit)
     for frames in evaluator.frame_batches(c, b):
         flat = evaluator.neighbors(c[frames], a[frames], None if b is None else b[frames])
-        for pot, part in zip(pots, parts, strict=True):
-            out = pot.evaluator.evaluate_neighbors(flat)
-            part.append({key: out[key].cpu().numpy() for key in LABEL_KEYS})
-    return [{key: np.concatenate([p[key] for p in part]) for key in LABEL_KEYS} for part in parts]
+        out = ensemble.evaluate_neighbors(flat)
+        parts.append({key: out[key].cpu().numpy() for key in LABEL_KEYS})
+    return {key: np.concatenate([p[key] for p in parts], axis=1) for key in LABEL_KEYS}
 
 
 def model_deviation(models: Sequence[ModelLike], coord: np.ndarray, box: np.ndarray | None, atype: np.ndarray,
                     frequency: int = 1, labels: Mapping[str, np.ndarray] | None = None, atomic: bool = False,
                     relative: float | None = None, relative_v: float | None = None,
-                    device: str | torch.device | None = None) -> np.ndarray:
+                    device: str | torch.device | None = None, ensembles: Ensembles | None = None) -> np.ndarray:
     """DeePMD-kit's `calc_model_devi`: rows (nf, 8 [+ natoms]) of step (frame index x frequency), `DEVI_NAMES`
     [, eps_i of every atom].
 
     coord (nf, natoms, 3) Å; box (nf, 3, 3) or (nf, 9), or None without periodic boundaries; atype (natoms,) or
     (nf, natoms). `labels` (real-error mode, the units of the data files): energy (nf,) eV, force
     (nf, natoms, 3) eV/Å, virial (nf, 9) eV. Frames go in blocks of the first model's batch size, so memory is
-    bounded by the block, not by the trajectory.
+    bounded by the block, not by the trajectory. ensembles: `ensembles_of` these models, when already built.
     """
     pots = load_models(models, device)
     coord, atype, box = standard_input(coord, box, atype, len(common_type_map(pots)))
+    ensembles = ensembles if ensembles is not None else ensembles_of(pots)
     labels = _checked_labels(labels, coord.shape[:2])
     nf, natoms = atype.shape
     per_block = max(1, pots[0].evaluator.batch_atoms // natoms)
     blocks = []
     for s in (slice(i, i + per_block) for i in range(0, nf, per_block)):
-        energy, force, virial = predict(pots, coord[s], atype[s], None if box is None else box[s])
+        energy, force, virial = predict(pots, coord[s], atype[s], None if box is None else box[s], ensembles)
         block_labels = None if labels is None else {key: value[s] for key, value in labels.items()}
         blocks.append(deviation_columns(energy / natoms, force, virial / natoms, block_labels, atomic,
                                         relative, relative_v))
@@ -230,13 +243,14 @@ def make_model_devi(models: Sequence[ModelLike], systems: str | Path | Sequence[
     pots = load_models(models, device)
     type_map = common_type_map(pots, [str(m) if isinstance(m, str | Path) else f"model {i}"
                                       for i, m in enumerate(models)])
+    ensembles = ensembles_of(pots)  # once for all systems (the stacked weights, and one log line)
     results = []
     for path in find_systems(systems):
         system = load_system(path, type_map=type_map, sort_atoms=False)
         log.info("model deviation of %d models on %d frames of %s", len(pots), system.nframes, path)
         labels = _system_labels(system) if real_error else None
         devi = model_deviation(pots, system.coord, system.box, system.atype, frequency, labels, atomic,
-                               relative, relative_v)
+                               relative, relative_v, ensembles=ensembles)
         write_model_devi(output, devi, header=path, atomic=atomic)
         results.append(devi)
     return results

@@ -23,6 +23,7 @@ from ase import Atoms
 from torch import Tensor
 
 from deeppot.infer.deep_pot import Evaluator
+from deeppot.infer.ensemble import EnsembleEvaluator
 from deeppot.infer.evaluate import FlatNeighbors
 from deeppot.infer.model_devi import deviation_columns
 from deeppot.infer.neighbors import SkinNeighborList
@@ -61,10 +62,12 @@ class DeepPotential:
     models: `EnergyModel`s; the first drives the dynamics, all are evaluated by `deviation` on the same neighbour
     data, so they must share rcut and sel (and the type map). atype (N,) int64 model types. skin Å: the list is
     built with rcut + skin and rebuilt when an atom moved more than skin / 2 (or the cell strained enough).
+    batched: how `deviation` evaluates the models (`deeppot.infer.ensemble.EnsembleEvaluator`): None in one
+    batched call where they share an architecture, else one after another; True insists; False never.
     """
 
     def __init__(self, models: Sequence[EnergyModel], atype: Tensor, skin: float = 2.0,
-                 device: torch.device | str | None = None) -> None:
+                 device: torch.device | str | None = None, batched: bool | None = None) -> None:
         if not models:
             raise ValueError("at least one model is needed")
         first = models[0]
@@ -74,6 +77,7 @@ class DeepPotential:
                                  f"model 0 has {first.rcut}, {first.sel}, {first.type_map}: model deviation during "
                                  f"MD evaluates every model on one neighbour list, so these must be equal")
         self.evaluators = [Evaluator(m, device, fused=None) for m in models]
+        self.ensemble = EnsembleEvaluator(self.evaluators, batched) if len(models) > 1 else None
         self.device = self.evaluators[0].device
         self.atype = atype.to(self.device)[None]  # (1, N)
         self.nlist = SkinNeighborList(first.rcut, first.sel, skin)
@@ -82,12 +86,12 @@ class DeepPotential:
 
     @classmethod
     def for_atoms(cls, models: Sequence[EnergyModel | str | Path], atoms: Atoms, skin: float = 2.0,
-                  device: torch.device | str | None = None) -> DeepPotential:
+                  device: torch.device | str | None = None, batched: bool | None = None) -> DeepPotential:
         """The potential of model files or `EnergyModel`s for these ASE atoms (types from their symbols)."""
         from deeppot.io import load_model
 
         models = [m if isinstance(m, EnergyModel) else load_model(m) for m in models]
-        return cls(models, atom_types(atoms.get_chemical_symbols(), models[0].type_map), skin, device)
+        return cls(models, atom_types(atoms.get_chemical_symbols(), models[0].type_map), skin, device, batched)
 
     @property
     def model(self) -> EnergyModel:
@@ -132,10 +136,11 @@ class DeepPotential:
     def deviation(self) -> np.ndarray:
         """The 7 model-deviation columns (`deeppot.infer.model_devi.DEVI_NAMES`) of every model at the positions
         of the last `compute`, on its neighbour data (a host sync: call it every devi-freq steps)."""
-        outs = [ev.evaluate_neighbors(self.flat) for ev in self.evaluators]
+        if self.ensemble is None:  # one model: all deviations are zero
+            self.ensemble = EnsembleEvaluator(self.evaluators, batched=False)
+        out = self.ensemble.evaluate_neighbors(self.flat)
         natoms = self.atype.shape[1]
-        energy, force, virial = (torch.stack([o[key] for o in outs]).cpu().numpy()
-                                 for key in ("energy", "force", "virial"))
+        energy, force, virial = (out[key].cpu().numpy() for key in ("energy", "force", "virial"))
         return deviation_columns(energy / natoms, force, virial / natoms)[0]
 
     def check_distances(self) -> None:

@@ -22,6 +22,7 @@ from deeppot.infer import DeepPot, Evaluator
 from deeppot.infer.model_devi import (
     atomic_force_devi,
     energy_devi,
+    ensembles_of,
     force_devi,
     make_model_devi,
     model_deviation,
@@ -114,13 +115,19 @@ def ensemble(batch_atoms: int | None = None) -> list[DeepPot]:
     return [DeepPot(m, device="cpu", batch_atoms=batch_atoms) for m in models]
 
 
+@pytest.mark.parametrize("batched", [False, True])
 @pytest.mark.parametrize("periodic", [True, False])
-def test_model_deviation_equals_deepmd_calc_model_devi(monkeypatch, periodic: bool) -> None:
+def test_model_deviation_equals_deepmd_calc_model_devi(monkeypatch, periodic: bool, batched: bool) -> None:
     """DeePMD-kit's calc_model_devi evaluates each model on all frames (`DeepPot.eval`); ours evaluates in
-    blocks of 2 frames (batch_atoms 12), the neighbour data of a block once per group of equal rcut and sel."""
+    blocks of 2 frames (batch_atoms 12), the neighbour data of a block once per group of equal rcut and sel.
+    Model by model (batched False) the numbers are DeePMD-kit's bit for bit; with the two models of one group
+    stacked (batched True, `deeppot.infer.ensemble`) they agree to rounding and only the third model is evaluated
+    on its own."""
     coord, box, atype = frames()
     box = box if periodic else None
     pots = ensemble(batch_atoms=12)
+    groups = ensembles_of(pots, batched)
+    assert [ens.batched for _, ens in groups] == [batched, False]
     ref = dmd.calc_model_devi(coord, box, atype, pots, frequency=5, atomic=True, relative=0.3)
     calls = {"neighbors": 0, "evaluate": 0}
 
@@ -132,9 +139,13 @@ def test_model_deviation_equals_deepmd_calc_model_devi(monkeypatch, periodic: bo
 
     monkeypatch.setattr(Evaluator, "neighbors", counted("neighbors", Evaluator.neighbors))
     monkeypatch.setattr(Evaluator, "evaluate_neighbors", counted("evaluate", Evaluator.evaluate_neighbors))
-    ours = model_deviation(pots, coord, box, atype, frequency=5, atomic=True, relative=0.3)
-    np.testing.assert_array_equal(ours, ref)
-    assert calls == {"neighbors": 3 * 2, "evaluate": 3 * 3}  # 3 blocks; 2 groups; 3 models
+    ours = model_deviation(pots, coord, box, atype, frequency=5, atomic=True, relative=0.3, ensembles=groups)
+    if batched is False:
+        np.testing.assert_array_equal(ours, ref)
+    else:
+        np.testing.assert_allclose(ours, ref, rtol=1e-11, atol=1e-13)
+    sequential = 3 if batched is False else 1  # models evaluated one by one, per block
+    assert calls == {"neighbors": 3 * 2, "evaluate": 3 * sequential}  # 3 blocks; 2 groups
 
 
 def test_real_error_equals_deepmd_calc_model_devi() -> None:
