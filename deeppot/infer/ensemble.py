@@ -32,6 +32,8 @@ __all__ = ["EnsembleEvaluator", "StackedModels", "architecture", "evaluate_stack
 
 log = logging.getLogger(__name__)
 
+FUSED_CROSSOVER_ATOMS = 2048  # centres per call up to which the stack is used beside fused evaluators
+
 
 def architecture(model: EnergyModel) -> dict[str, object]:
     """What the stacked evaluation takes from the first model only: every hyper-parameter that steers the code
@@ -152,7 +154,7 @@ class EnsembleEvaluator:
     """
 
     def __init__(self, evaluators: Sequence[Evaluator], batched: bool | None = None) -> None:
-        self.evaluators = list(evaluators)
+        self.evaluators, self.insist = list(evaluators), bool(batched)
         models, device = [ev.model for ev in self.evaluators], self.evaluators[0].device
         reason = sequential_reason(models, batched)
         if reason is not None and batched and len(models) > 1:
@@ -171,13 +173,20 @@ class EnsembleEvaluator:
         elif len(models) > 1:  # a lone model (a group of its own in `deeppot model-devi`) has nothing to batch
             log.info("model deviation: %d models evaluated one after another: %s", len(models), reason)
 
+    def stack_is_quicker(self, ncentre: int) -> bool:
+        """The automatic choice per call. The stack runs the PyTorch pair stage; where the models' own evaluators
+        run the fused kernels, those are 3-4x quicker per model once the launches no longer dominate (one H100,
+        run11: 12,288 water atoms and up), so the stack is kept for calls of launch-bound size. An estimate from
+        the one-model numbers, not a measurement of the stack: `md_bench.py --devi N` on a GPU decides."""
+        return not self.evaluators[0].fused or ncentre <= FUSED_CROSSOVER_ATOMS
+
     @property
     def batched(self) -> bool:
         return self.stack is not None
 
     def evaluate_neighbors(self, flat: FlatNeighbors) -> dict[str, Tensor]:
         """float64 energy (nm, nf), atom_energy (nm, nf, nloc), force (nm, nf, nloc, 3), virial (nm, nf, 9)."""
-        if self.stack is not None:
+        if self.stack is not None and (self.insist or self.stack_is_quicker(flat.ncentre)):
             return evaluate_stacked(self.stack, flat, self.chunk_atoms)
         outs = [ev.evaluate_neighbors(flat) for ev in self.evaluators]
         return {key: torch.stack([out[key] for out in outs]) for key in ("energy", "atom_energy", "force", "virial")}

@@ -14,7 +14,7 @@ from helpers import make_model, one_thread, random_system  # noqa: F401  (one_th
 
 from deeppot import md
 from deeppot.infer import Evaluator
-from deeppot.infer.ensemble import EnsembleEvaluator, unbatchable_reason
+from deeppot.infer.ensemble import EnsembleEvaluator, evaluate_stacked, unbatchable_reason
 from deeppot.infer.model_devi import deviation_columns
 from deeppot.model import EnergyModel
 
@@ -151,6 +151,31 @@ def test_automatic_choice_stacks_stackable_models(caplog) -> None:
         assert EnsembleEvaluator(evaluators).batched
     assert "2 models evaluated in one batched call" in caplog.text
     assert not EnsembleEvaluator(evaluators, batched=False).batched
+
+
+def test_beside_fused_evaluators_the_stack_takes_only_small_calls(monkeypatch) -> None:
+    """Where the models' own evaluators run the fused kernels, calls above the crossover size go model by model
+    (the fused kernels outrun the stacked PyTorch stage there); batched=True stacks every call."""
+    from deeppot.infer import ensemble as module
+
+    models = ensemble(2)
+    flat = neighbors(models, periodic=True)  # 24 centres
+    stacked_calls = []
+    monkeypatch.setattr(module, "evaluate_stacked", lambda *a: stacked_calls.append(1) or evaluate_stacked(*a))
+    evaluators = [Evaluator(m, "cpu") for m in models]
+    for ev in evaluators:
+        ev.fused = True  # as on a GPU (the stage itself stays PyTorch here)
+    auto, insist = EnsembleEvaluator(evaluators), EnsembleEvaluator(evaluators, batched=True)
+    monkeypatch.setattr(module, "FUSED_CROSSOVER_ATOMS", 100)
+    auto.evaluate_neighbors(flat)
+    assert len(stacked_calls) == 1
+    monkeypatch.setattr(module, "FUSED_CROSSOVER_ATOMS", 10)
+    sequential = auto.evaluate_neighbors(flat)
+    assert len(stacked_calls) == 1
+    batched = insist.evaluate_neighbors(flat)
+    assert len(stacked_calls) == 2
+    for key in KEYS:
+        torch.testing.assert_close(batched[key], sequential[key], rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("periodic", [True, False])
