@@ -182,6 +182,8 @@ TRAINING_KEYS = (
     Key("enable_tf32", (bool,), False),
     # deeppot only (not a DeePMD-kit key, so left out of out.json unless given): batches per optimizer step
     Key("grad_accum_steps", (int,), OMIT, check=positive),
+    # deeppot only, memory for large frames (deeppot.train.memory): recompute the embedding net in the backward
+    Key("activation_checkpointing", (bool,), OMIT),
 )
 
 # DeePMD variants of a section's `type` that deeppot does not implement (named as such instead of "unknown")
@@ -253,7 +255,16 @@ def normalize_training(section: Any, path: str = "training") -> dict[str, Any]:
         raise ConfigError(f"{path}.numb_epoch: numb_steps and numb_epoch are mutually exclusive; give one")
     if not has_steps and not has_epoch:
         raise ConfigError(f"{path}.numb_steps: required key is missing (give numb_steps or numb_epoch)")
+    _check_memory_keys(training, path)
     return training
+
+
+def _check_memory_keys(training: dict[str, Any], path: str) -> None:
+    """The memory keys swap the model's energy function, as enable_compile does: one or the other."""
+    on = [key for key in ("activation_checkpointing",) if training.get(key)]
+    if on and training["enable_compile"]:
+        raise ConfigError(f"{path}.{on[0]}: not together with enable_compile (the compiled function is not "
+                          "checkpointed); switch one off")
 
 
 # legacy keys under `training` (spec §2 step 1) --------------------------------------------------------------------

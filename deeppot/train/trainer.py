@@ -30,6 +30,7 @@ from deeppot.train.finetune import adjust_out_bias, copy_pretrained, finetune_mo
 from deeppot.train.lcurve import LcurveWriter, eta_seconds, format_eta, format_log_line
 from deeppot.train.loss import EnergyLoss
 from deeppot.train.lr import build_lr
+from deeppot.train.memory import MemoryOptions, apply_memory_options, use_cuda_graph
 from deeppot.train.neighbor_stat import resolve_sel
 
 log = logging.getLogger("deeppot")
@@ -78,6 +79,8 @@ class Trainer:
             log.info("training.enable_compile: the force computation is compiled with torch.compile")
         else:
             self._pick_embedding_kernels(options)
+        self.memory = MemoryOptions.from_training(tr)
+        apply_memory_options(self.model, self.memory)  # after the kernel choice: it wraps the chosen function
         self.lr = build_lr(config["learning_rate"], self.numb_steps)
         # multiplies the optimizer's rate only; the loss prefactors and lcurve.out see the schedule (as DeePMD TF)
         self.lr_scale = lr_scale(config["learning_rate"].get("scale_by_worker", "linear"), options.dist.world_size)
@@ -85,7 +88,7 @@ class Trainer:
             log.info("Scale learning rate by coef: %f (scale_by_worker, %d ranks)", self.lr_scale,
                      options.dist.world_size)
         self.loss = EnergyLoss(config["loss"], self.lr.start_lr)
-        use_graph = options.device.type == "cuda" if options.cuda_graph is None else options.cuda_graph
+        use_graph = use_cuda_graph(options.cuda_graph, options.device, self.memory)
         if use_graph and options.device.type != "cuda":
             raise TrainingError("CUDA graphs need a CUDA device")
         self.grad_accum_steps = tr.get("grad_accum_steps", 1)
