@@ -184,6 +184,8 @@ TRAINING_KEYS = (
     Key("grad_accum_steps", (int,), OMIT, check=positive),
     # deeppot only, memory for large frames (deeppot.train.memory): recompute the embedding net in the backward
     Key("activation_checkpointing", (bool,), OMIT),
+    # deeppot only: at most this many centre atoms per pass of the model (with checkpointing: bounded activations)
+    Key("atom_chunk", (int,), OMIT, check=positive),
 )
 
 # DeePMD variants of a section's `type` that deeppot does not implement (named as such instead of "unknown")
@@ -261,7 +263,7 @@ def normalize_training(section: Any, path: str = "training") -> dict[str, Any]:
 
 def _check_memory_keys(training: dict[str, Any], path: str) -> None:
     """The memory keys swap the model's energy function, as enable_compile does: one or the other."""
-    on = [key for key in ("activation_checkpointing",) if training.get(key)]
+    on = [key for key in ("activation_checkpointing", "atom_chunk") if training.get(key)]
     if on and training["enable_compile"]:
         raise ConfigError(f"{path}.{on[0]}: not together with enable_compile (the compiled function is not "
                           "checkpointed); switch one off")

@@ -1,7 +1,9 @@
 """Memory techniques for training on large frames (issue 13): each a `training` key, off by default.
 
 - `activation_checkpointing`: the embedding net's intermediates are not kept for the backward pass but recomputed
-  there (torch.utils.checkpoint, non-reentrant).
+  there (torch.utils.checkpoint, non-reentrant); with `atom_chunk`, each chunk's whole energy-and-derivative pass.
+- `atom_chunk`: a frame's centre atoms go through the model in slices of at most that many. Every atom's energy
+  and dE/dr_ij depend on its own neighbour rows only, so the slices are independent and the result is the same.
 
 They are swaps of the model's energy function (`EnergyModel.pair_energy_fn`, `embed_fn`), as `compile_forces` and
 `use_fused_kernels` are: the weights and the reference path are untouched.
@@ -27,18 +29,20 @@ class MemoryOptions:
     """The memory keys of the `training` section, resolved (defaults: everything off)."""
 
     checkpointing: bool = False
+    atom_chunk: int | None = None
 
     @classmethod
     def from_training(cls, training: dict[str, Any]) -> MemoryOptions:
-        return cls(checkpointing=training.get("activation_checkpointing", False))
+        return cls(checkpointing=training.get("activation_checkpointing", False),
+                   atom_chunk=training.get("atom_chunk"))
 
     @property
     def swaps_model(self) -> bool:
-        return self.checkpointing
+        return self.checkpointing or self.atom_chunk is not None
 
     def names(self) -> list[str]:
         """The keys switched on, as `training.<key>` (for log lines and error messages)."""
-        on = {"activation_checkpointing": self.checkpointing}
+        on = {"activation_checkpointing": self.checkpointing, "atom_chunk": self.atom_chunk is not None}
         return [f"training.{key}" for key, value in on.items() if value]
 
 
@@ -56,16 +60,39 @@ def recomputed(fn: Callable) -> Callable:
     return run
 
 
+def chunked(fn: Callable, atom_chunk: int) -> Callable:
+    """`analytic.energy_and_pair_grad`-like fn over slices of at most atom_chunk centre atoms, concatenated.
+
+    Returns (atomic energies (nf, nloc), dE/dr_ij (nf, nloc, nnei, 3)) as fn does on the whole frame.
+    """
+
+    def run(model, rij, nlist, center_type, neighbor_type):
+        parts = [fn(model, rij[:, s:s + atom_chunk], nlist[:, s:s + atom_chunk], center_type[:, s:s + atom_chunk],
+                    neighbor_type[:, s:s + atom_chunk]) for s in range(0, rij.shape[1], atom_chunk)]
+        if len(parts) == 1:
+            return parts[0]
+        energies, grads = zip(*parts, strict=True)
+        return torch.cat(energies, dim=1), torch.cat(grads, dim=1)
+
+    return run
+
+
 def apply_memory_options(model, options: MemoryOptions) -> None:
-    """Swap the model's embedding function for the checkpointed one; log what runs."""
+    """Swap the model's energy function for the checkpointed and/or chunked one; log what runs."""
     if not options.swaps_model:
         return
     if not (model.analytic_forces and analytic.supports(model)):
         raise ValueError(f"{', '.join(options.names())} need the analytic force path (every activation function "
                          f"of the model has a written-out derivative)")
-    # the embedding net holds most of the activations: recompute it alone
-    model.embed_fn = recomputed(model.embed_fn)
-    log.info("training.activation_checkpointing: the embedding net is recomputed in the backward pass")
+    if options.atom_chunk is None:  # the embedding net holds most of the activations: recompute it alone
+        model.embed_fn = recomputed(model.embed_fn)
+        log.info("training.activation_checkpointing: the embedding net is recomputed in the backward pass")
+        return
+    per_chunk = recomputed(model.pair_energy_fn) if options.checkpointing else model.pair_energy_fn
+    model.pair_energy_fn = chunked(per_chunk, options.atom_chunk)
+    log.info("training.atom_chunk: at most %d centre atoms per pass%s", options.atom_chunk,
+             ", each chunk recomputed in the backward pass" if options.checkpointing else
+             " (without activation_checkpointing every chunk's activations are still kept)")
 
 
 def use_cuda_graph(requested: bool | None, device: torch.device, options: MemoryOptions) -> bool:

@@ -65,7 +65,8 @@ def test_checkpointing_trains_the_same_lcurve(tmp_path):
 
 
 def test_memory_keys_are_left_out_of_out_json_unless_given():
-    assert "activation_checkpointing" not in normalize_input(tiny_ddp_input())["training"]
+    training = normalize_input(tiny_ddp_input())["training"]
+    assert "activation_checkpointing" not in training and "atom_chunk" not in training
 
 
 def test_checkpointing_with_enable_compile_is_refused():
@@ -80,3 +81,26 @@ def test_checkpointing_refuses_an_explicit_cuda_graph_request(tmp_path):
     config["training"]["activation_checkpointing"] = True
     with pytest.raises(ValueError, match="eager training step only"):
         Trainer(config, run_options(tmp_path, CPU, cuda_graph=True))
+
+
+@pytest.mark.parametrize(("atom_chunk", "checkpointing"), [(64, False), (50, True), (1000, True)])
+def test_atom_chunks_give_the_same_gradients(tmp_path, atom_chunk, checkpointing):
+    """192 atoms: 3 chunks of 64, 4 chunks of 50 (the last one 42 atoms), and one chunk larger than the frame."""
+    plain = _trainer(tmp_path, "plain")
+    chunked = _trainer(tmp_path, "chunked", atom_chunk=atom_chunk, activation_checkpointing=checkpointing)
+    _assert_same_loss_and_grads(plain, chunked)
+    if checkpointing and atom_chunk < 192:  # only each chunk's inputs are kept; its activations are recomputed
+        assert chunked.saved_bytes < 0.25 * plain.saved_bytes
+
+
+def test_atom_chunks_with_checkpointing_train_the_same_lcurve(tmp_path):
+    _trainer(tmp_path, "plain").run()
+    _trainer(tmp_path, "chunked", atom_chunk=50, activation_checkpointing=True).run()
+    _assert_same_lcurve(tmp_path, "plain", "chunked")
+
+
+def test_atom_chunk_must_be_positive():
+    config = tiny_ddp_input()
+    config["training"]["atom_chunk"] = 0
+    with pytest.raises(ConfigError, match="atom_chunk"):
+        normalize_input(config)
