@@ -143,12 +143,19 @@ TRAINING_DATA_KEYS = (
 )
 VALIDATION_DATA_KEYS = (*_DATA_KEYS, Key("numb_btch", (int,), 1, aliases=("numb_batch",), check=positive))
 
+# DeePMD-kit TF's mixed precision; deeppot runs the bfloat16 variant only (torch.autocast, deeppot.train.memory)
+MIXED_PRECISION_KEYS = (
+    Key("output_prec", (str,), "float32", check=_only("float32", "an output_prec other than 'float32'")),
+    Key("compute_prec", (str,), check=_only("bfloat16", "a compute_prec other than 'bfloat16' (float16 would "
+                                             "need loss scaling)")),
+)
+
 TRAINING_KEYS = (
     Key("training_data", (dict,), sub=TRAINING_DATA_KEYS, doc="training_data section"),
     Key("validation_data", (dict, type(None)), None, sub=VALIDATION_DATA_KEYS),
     Key("stat_file", (str,), OMIT),
     Key("stat_file_mode", (str,), "update", check=one_of("update", "read")),
-    Key("mixed_precision", (dict,), OMIT, check=lambda v: "is TensorFlow-only and not supported by deeppot"),
+    Key("mixed_precision", (dict,), OMIT, sub=MIXED_PRECISION_KEYS),
     Key("numb_steps", (int,), OMIT, aliases=("stop_batch", "num_step", "num_steps", "numb_step"),
         check=non_negative),
     Key("numb_epoch", (float,), OMIT, aliases=("num_epochs", "num_epoch", "numb_epochs"), check=positive),
@@ -263,10 +270,10 @@ def normalize_training(section: Any, path: str = "training") -> dict[str, Any]:
 
 def _check_memory_keys(training: dict[str, Any], path: str) -> None:
     """The memory keys swap the model's energy function, as enable_compile does: one or the other."""
-    on = [key for key in ("activation_checkpointing", "atom_chunk") if training.get(key)]
+    on = [key for key in ("activation_checkpointing", "atom_chunk", "mixed_precision") if training.get(key)]
     if on and training["enable_compile"]:
-        raise ConfigError(f"{path}.{on[0]}: not together with enable_compile (the compiled function is not "
-                          "checkpointed); switch one off")
+        raise ConfigError(f"{path}.{on[0]}: not together with enable_compile (torch.compile replaces the "
+                          "energy function this option wraps); switch one off")
 
 
 # legacy keys under `training` (spec §2 step 1) --------------------------------------------------------------------

@@ -4,6 +4,9 @@
   there (torch.utils.checkpoint, non-reentrant); with `atom_chunk`, each chunk's whole energy-and-derivative pass.
 - `atom_chunk`: a frame's centre atoms go through the model in slices of at most that many. Every atom's energy
   and dE/dr_ij depend on its own neighbour rows only, so the slices are independent and the result is the same.
+- `mixed_precision` {"output_prec": "float32", "compute_prec": "bfloat16"} (DeePMD-kit TF's key): the GEMMs of
+  the embedding and fitting nets run in bfloat16 under torch.autocast (float32 accumulation); the environment
+  matrix, the descriptor contraction, the derivative and every output stay float32 (float32 models only).
 
 They are swaps of the model's energy function (`EnergyModel.pair_energy_fn`, `embed_fn`), as `compile_forces` and
 `use_fused_kernels` are: the weights and the reference path are untouched.
@@ -30,19 +33,21 @@ class MemoryOptions:
 
     checkpointing: bool = False
     atom_chunk: int | None = None
+    bf16: bool = False
 
     @classmethod
     def from_training(cls, training: dict[str, Any]) -> MemoryOptions:
         return cls(checkpointing=training.get("activation_checkpointing", False),
-                   atom_chunk=training.get("atom_chunk"))
+                   atom_chunk=training.get("atom_chunk"), bf16="mixed_precision" in training)
 
     @property
     def swaps_model(self) -> bool:
-        return self.checkpointing or self.atom_chunk is not None
+        return self.checkpointing or self.atom_chunk is not None or self.bf16
 
     def names(self) -> list[str]:
         """The keys switched on, as `training.<key>` (for log lines and error messages)."""
-        on = {"activation_checkpointing": self.checkpointing, "atom_chunk": self.atom_chunk is not None}
+        on = {"activation_checkpointing": self.checkpointing, "atom_chunk": self.atom_chunk is not None,
+              "mixed_precision": self.bf16}
         return [f"training.{key}" for key, value in on.items() if value]
 
 
@@ -58,6 +63,31 @@ def recomputed(fn: Callable) -> Callable:
         return checkpoint(fn, *args, use_reentrant=False, preserve_rng_state=False)
 
     return run
+
+
+def autocast_bf16(fn: Callable) -> Callable:
+    """fn(module, x, ...) with its GEMMs in bfloat16 (torch.autocast); outputs other than float64 are cast back to
+    module.dtype (float32), so what follows the nets runs as without autocast."""
+
+    def run(module, x, *rest):
+        with torch.autocast(x.device.type, dtype=torch.bfloat16):
+            outputs = fn(module, x, *rest)
+        return tuple(o if o.dtype == torch.float64 else o.to(module.dtype) for o in outputs)
+
+    return run
+
+
+def use_bf16(model) -> None:
+    """The embedding and fitting nets under bfloat16 autocast (the PyTorch embedding: the fused kernels do not
+    autocast)."""
+    if model.descriptor.dtype != torch.float32 or model.fitting.dtype != torch.float32:
+        raise ValueError("training.mixed_precision needs a float32 model: set model.descriptor.precision and "
+                         'model.fitting_net.precision to "float32"')
+    if model.embed_fn is not analytic.embed_all:
+        log.info("training.mixed_precision: the PyTorch embedding net runs (the fused kernels do not autocast)")
+    model.embed_fn = autocast_bf16(analytic.embed_all)
+    model.fit_fn = autocast_bf16(model.fit_fn)
+    log.info("training.mixed_precision: embedding and fitting GEMMs in bfloat16 (torch.autocast), the rest float32")
 
 
 def chunked(fn: Callable, atom_chunk: int) -> Callable:
@@ -77,16 +107,21 @@ def chunked(fn: Callable, atom_chunk: int) -> Callable:
     return run
 
 
-def apply_memory_options(model, options: MemoryOptions) -> None:
-    """Swap the model's energy function for the checkpointed and/or chunked one; log what runs."""
+def apply_memory_options(model, options: MemoryOptions, tf32: bool = False) -> None:
+    """Swap the model's energy function for the checkpointed, chunked and/or bf16 one; log what runs."""
     if not options.swaps_model:
         return
+    if options.bf16 and tf32:
+        raise ValueError("training.mixed_precision (bfloat16) and --tf32 exclude each other: choose one")
     if not (model.analytic_forces and analytic.supports(model)):
         raise ValueError(f"{', '.join(options.names())} need the analytic force path (every activation function "
                          f"of the model has a written-out derivative)")
-    if options.atom_chunk is None:  # the embedding net holds most of the activations: recompute it alone
+    if options.bf16:  # first: the checkpoint below then recomputes the autocast nets
+        use_bf16(model)
+    if options.atom_chunk is None and options.checkpointing:  # the embedding net holds most activations
         model.embed_fn = recomputed(model.embed_fn)
         log.info("training.activation_checkpointing: the embedding net is recomputed in the backward pass")
+    if options.atom_chunk is None:
         return
     per_chunk = recomputed(model.pair_energy_fn) if options.checkpointing else model.pair_energy_fn
     model.pair_energy_fn = chunked(per_chunk, options.atom_chunk)

@@ -80,7 +80,8 @@ class Trainer:
         else:
             self._pick_embedding_kernels(options)
         self.memory = MemoryOptions.from_training(tr)
-        apply_memory_options(self.model, self.memory)  # after the kernel choice: it wraps the chosen function
+        # after the kernel choice: it wraps the chosen function
+        apply_memory_options(self.model, self.memory, options.tf32)
         self.lr = build_lr(config["learning_rate"], self.numb_steps)
         # multiplies the optimizer's rate only; the loss prefactors and lcurve.out see the schedule (as DeePMD TF)
         self.lr_scale = lr_scale(config["learning_rate"].get("scale_by_worker", "linear"), options.dist.world_size)

@@ -198,7 +198,8 @@ def test_required_sections_and_keys():
     ("training.enable_ema", True),
     ("training.zero_stage", 1),
     ("training.change_bias_after_training", True),
-    ("training.mixed_precision", {"compute_prec": "float16"}),
+    ("training.mixed_precision.compute_prec", "float16"),
+    ("training.mixed_precision.output_prec", "bfloat16"),
     ("training.training_data.min_pair_dist", 0.5),
 ])
 def test_unsupported_feature_switched_on(path, value):

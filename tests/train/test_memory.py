@@ -104,3 +104,50 @@ def test_atom_chunk_must_be_positive():
     config["training"]["atom_chunk"] = 0
     with pytest.raises(ConfigError, match="atom_chunk"):
         normalize_input(config)
+
+
+def _float32(config: dict) -> dict:
+    for part in ("descriptor", "fitting_net"):
+        config["model"][part]["precision"] = "float32"
+    return config
+
+
+def _trainer32(tmp_path, name: str, **memory) -> Trainer:
+    config = _float32(tiny_ddp_input())
+    config["training"].update(memory)
+    return Trainer(normalize_input(config), run_options(tmp_path / name, CPU, progress=False))
+
+
+BF16 = {"output_prec": "float32", "compute_prec": "bfloat16"}
+
+
+def test_bf16_autocast_changes_the_nets_only_and_stays_close(tmp_path):
+    plain, bf16 = _trainer32(tmp_path, "fp32"), _trainer32(tmp_path, "bf16", mixed_precision=BF16)
+    loss0, grads0 = _loss_and_grads(plain)
+    loss1, grads1 = _loss_and_grads(bf16)  # the same first batch (the same seed)
+    assert loss1 != loss0  # the GEMMs did run in bfloat16
+    torch.testing.assert_close(loss1, loss0, rtol=0.05, atol=0.0)
+    for g0, g1 in zip(grads0, grads1, strict=True):
+        assert g1.dtype == torch.float32
+        assert torch.nn.functional.cosine_similarity(g0.flatten(), g1.flatten(), dim=0) > 0.99
+    pred = bf16.model.forward_pairs(bf16.train_data.next().pairs)
+    assert pred["force"].dtype == torch.float64 and pred["energy"].dtype == torch.float64
+
+
+def test_bf16_with_checkpointing_gives_the_bf16_gradients(tmp_path):
+    """The recomputation runs under the same autocast: the same numbers (chunks would change the bfloat16 weight
+    gradients' rounding, so they agree only to bfloat16 precision)."""
+    bf16 = _trainer32(tmp_path, "bf16", mixed_precision=BF16)
+    both = _trainer32(tmp_path, "both", mixed_precision=BF16, activation_checkpointing=True)
+    loss0, grads0 = _loss_and_grads(bf16)
+    loss1, grads1 = _loss_and_grads(both)
+    torch.testing.assert_close(loss1, loss0, rtol=1e-6, atol=0.0)
+    for g1, g0 in zip(grads1, grads0, strict=True):
+        torch.testing.assert_close(g1, g0, rtol=1e-5, atol=1e-6)
+
+
+def test_bf16_needs_a_float32_model():
+    config = tiny_ddp_input()  # float64
+    config["training"]["mixed_precision"] = BF16
+    with pytest.raises(ConfigError, match=r"training\.mixed_precision: needs a float32 model"):
+        normalize_input(config)
