@@ -183,7 +183,9 @@ TRAINING_KEYS = (
     Key("tensorboard_freq", (int,), 1, check=positive),
     Key("gradient_max_norm", (float,), OMIT, check=non_negative),
     Key("acc_freq", (int,), 1, check=positive),  # Paddle only; accepted and ignored as by DeePMD PT
-    Key("zero_stage", (int,), 0, check=_only(0, "ZeRO/FSDP sharding (zero_stage > 0)")),
+    # 1: optimizer states sharded over the ranks (deeppot.train.memory); 2 and 3 (gradients, parameters) are not
+    Key("zero_stage", (int,), 0, check=lambda v: None if v in (0, 1) else
+        "ZeRO stages 2 and 3 (sharded gradients and parameters) are not supported by deeppot (only 0 and 1 are)"),
     Key("neighbor_graph_method", (str,), "auto", check=one_of("auto", "nv", "dense")),
     Key("enable_compile", (bool,), False),
     Key("enable_tf32", (bool,), False),

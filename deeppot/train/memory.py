@@ -7,6 +7,9 @@
 - `mixed_precision` {"output_prec": "float32", "compute_prec": "bfloat16"} (DeePMD-kit TF's key): the GEMMs of
   the embedding and fitting nets run in bfloat16 under torch.autocast (float32 accumulation); the environment
   matrix, the descriptor contraction, the derivative and every output stay float32 (float32 models only).
+- `zero_stage: 1` (DeePMD-kit PT's key): under torchrun the optimizer states are sharded over the ranks
+  (torch.distributed.optim.ZeroRedundancyOptimizer): each rank updates its share of the parameters and broadcasts
+  them. A no-op in one process.
 
 They are swaps of the model's energy function (`EnergyModel.pair_energy_fn`, `embed_fn`), as `compile_forces` and
 `use_fused_kernels` are: the weights and the reference path are untouched.
@@ -34,11 +37,13 @@ class MemoryOptions:
     checkpointing: bool = False
     atom_chunk: int | None = None
     bf16: bool = False
+    zero_stage: int = 0
 
     @classmethod
     def from_training(cls, training: dict[str, Any]) -> MemoryOptions:
         return cls(checkpointing=training.get("activation_checkpointing", False),
-                   atom_chunk=training.get("atom_chunk"), bf16="mixed_precision" in training)
+                   atom_chunk=training.get("atom_chunk"), bf16="mixed_precision" in training,
+                   zero_stage=training.get("zero_stage", 0))
 
     @property
     def swaps_model(self) -> bool:
@@ -47,7 +52,7 @@ class MemoryOptions:
     def names(self) -> list[str]:
         """The keys switched on, as `training.<key>` (for log lines and error messages)."""
         on = {"activation_checkpointing": self.checkpointing, "atom_chunk": self.atom_chunk is not None,
-              "mixed_precision": self.bf16}
+              "mixed_precision": self.bf16, "zero_stage": self.zero_stage > 0}
         return [f"training.{key}" for key, value in on.items() if value]
 
 
@@ -130,17 +135,46 @@ def apply_memory_options(model, options: MemoryOptions, tf32: bool = False) -> N
              " (without activation_checkpointing every chunk's activations are still kept)")
 
 
-def use_cuda_graph(requested: bool | None, device: torch.device, options: MemoryOptions) -> bool:
+def use_cuda_graph(requested: bool | None, device: torch.device, options: MemoryOptions, world_size: int = 1) -> bool:
     """Whether the training step is captured in CUDA graphs (requested None: on CUDA devices).
 
     The memory options run on the eager step: checkpointing's recomputation and the chunked passes were never
     captured and checked, so with them on the eager step is chosen (and logged), and an explicit request refused.
     """
     use = device.type == "cuda" if requested is None else requested
-    if not (use and options.names()):
+    names = [n for n in options.names() if n != "training.zero_stage" or world_size > 1]  # one process: no-op
+    if not (use and names):
         return use
-    keys = ", ".join(options.names())
+    keys = ", ".join(names)
     if requested:
         raise ValueError(f"{keys} run on the eager training step only: leave CUDA graphs off (--no-cuda-graph)")
     log.info("%s: the eager training step runs (not the CUDA-graph one)", keys)
     return False
+
+
+def make_optimizer(cls: type[torch.optim.Optimizer], params, zero_stage: int, world_size: int,
+                   **kwargs) -> torch.optim.Optimizer:
+    """cls(params, **kwargs), or with zero_stage 1 on several ranks its ZeRO-1 wrapper (optimizer states sharded).
+
+    The wrapper applies the same update as cls on every rank (the gradients are already averaged), so the weights
+    equal those of the unsharded run.
+    """
+    if zero_stage == 0:
+        return cls(params, **kwargs)
+    if world_size == 1:
+        log.info("training.zero_stage 1: one process, nothing to shard (the plain optimizer runs)")
+        return cls(params, **kwargs)
+    # imported here: torch.distributed.optim scripts its functional optimizers with torch.jit on import
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+
+    log.info("training.zero_stage 1: %s states sharded over %d ranks (ZeroRedundancyOptimizer)", cls.__name__,
+             world_size)
+    return ZeroRedundancyOptimizer(params, optimizer_class=cls, **kwargs)
+
+
+def gather_optimizer_state(optimizer: torch.optim.Optimizer) -> None:
+    """Before rank 0 saves a checkpoint: every rank sends its shard of the optimizer state to rank 0 (a
+    collective, so every rank calls it); nothing for an unsharded optimizer. The checkpoint then holds the whole
+    state in the ordinary layout, so it restarts sharded or not, on any number of ranks."""
+    if hasattr(optimizer, "consolidate_state_dict"):  # a ZeroRedundancyOptimizer
+        optimizer.consolidate_state_dict(to=0)
