@@ -49,6 +49,12 @@ def test_zero1_equals_plain_adam_and_its_checkpoint_restarts(tmp_path):
         spawn(train_and_dump, 2, _config(stage, STEPS + 1), str(tmp_path / f"again{stage}"), restart)
     again = [torch.load(tmp_path / f"again{s}" / "weights0.pt")["params"] for s in (0, 1)]
     _assert_same_weights(again[1], again[0])
+    # the gathered checkpoint is an ordinary Adam state: one process without ZeRO restarts from it
+    single = Trainer(normalize_input(_config(0, STEPS + 1)), run_options(
+        tmp_path / "single", CPU, restart=tmp_path / "zero1" / "rank0" / f"model.ckpt-{STEPS}.pt"))
+    for index, p in enumerate(single.model.parameters()):
+        torch.testing.assert_close(single.optimizer.state[p]["exp_avg_sq"], states[0][index]["exp_avg_sq"],
+                                   rtol=1e-12, atol=1e-14)
 
 
 def test_zero1_in_one_process_is_plain_adam(tmp_path):
