@@ -11,8 +11,9 @@
   (torch.distributed.optim.ZeroRedundancyOptimizer): each rank updates its share of the parameters and broadcasts
   them. A no-op in one process.
 
-They are swaps of the model's energy function (`EnergyModel.pair_energy_fn`, `embed_fn`), as `compile_forces` and
-`use_fused_kernels` are: the weights and the reference path are untouched.
+The first three are swaps of the model's functions (`EnergyModel.pair_energy_fn`, `embed_fn`, `fit_fn`), as
+`compile_forces` and `use_fused_kernels` are: the weights and the reference path are untouched. The fourth wraps
+the optimizer.
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ def autocast_bf16(fn: Callable) -> Callable:
 def use_bf16(model) -> None:
     """The embedding and fitting nets under bfloat16 autocast (the PyTorch embedding: the fused kernels do not
     autocast)."""
+    # input.json was checked, but a fine-tuning run may take its model section from the pretrained model
     if model.descriptor.dtype != torch.float32 or model.fitting.dtype != torch.float32:
         raise ValueError("training.mixed_precision needs a float32 model: set model.descriptor.precision and "
                          'model.fitting_net.precision to "float32"')
