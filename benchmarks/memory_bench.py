@@ -4,7 +4,8 @@ The 192-atom water frame of examples/water (data_0, frame 0) is replicated r x r
 12,288 and 98,304 atoms; energy x r^3, forces tiled, so the labels are exact) and written as a one-frame DeePMD
 system; the model is examples/water's (sel [46, 92], embedding [25, 50, 100], fitting 3 x 240) in the given
 precision. Each case trains in its own process: `--warmup` steps, then `--steps` timed steps (batch 1, the eager
-step for every case, so that the options are compared on one path; no validation).
+step for every case, so that the options are compared on one path; on a GPU the fused Triton embedding kernels
+except with bf16, which runs the PyTorch embedding; no validation).
 
     python benchmarks/memory_bench.py --atoms 12288 98304 --precision float32 \\
         --techniques plain checkpoint chunk4096 checkpoint+chunk4096 bf16 checkpoint+chunk4096+bf16     # GPU
