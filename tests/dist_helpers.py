@@ -67,14 +67,18 @@ def _join_then_run(rank: int, fn, world_size: int, port: int, *args) -> None:
         distributed.shutdown(info)
 
 
-def train_and_dump(info, device, config: dict, root: str) -> None:
-    """Train in root/rank<r> (rank 1's folder must stay empty), then dump this rank's final weights and lr."""
+def train_and_dump(info, device, config: dict, root: str, restart: str | None = None) -> None:
+    """Train in root/rank<r> (rank 1's folder must stay empty), then dump this rank's final weights and lr, and how
+    many parameters have optimizer state on this rank (all of them unless the state is sharded)."""
     workdir = Path(root, f"rank{info.rank}")
     workdir.mkdir(parents=True, exist_ok=True)
-    trainer = Trainer(normalize_input(copy.deepcopy(config)), run_options(workdir, device, dist=info))
+    trainer = Trainer(normalize_input(copy.deepcopy(config)),
+                      run_options(workdir, device, dist=info, restart=None if restart is None else Path(restart)))
     trainer.run()
+    local = getattr(trainer.optimizer, "optim", trainer.optimizer)  # ZeroRedundancyOptimizer: this rank's share
     dump = {"params": [p.detach().clone() for p in trainer.model.parameters()],
-            "optimizer_lr": trainer.optimizer.param_groups[0]["lr"], "lr_scale": trainer.lr_scale}
+            "optimizer_lr": trainer.optimizer.param_groups[0]["lr"], "lr_scale": trainer.lr_scale,
+            "local_states": len(local.state)}
     torch.save(dump, Path(root, f"weights{info.rank}.pt"))
 
 

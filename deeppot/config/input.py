@@ -58,7 +58,17 @@ def normalize_input(raw: Mapping[str, Any]) -> dict[str, Any]:
             raise ConfigError(f"{name}: required section is missing")
         out[name] = SECTIONS[name](config.get(name, {}), name)
     out["validating"] = {}  # DeePMD writes its (off) full-validation section as {}
+    _check_mixed_precision(out)
     return out
+
+
+def _check_mixed_precision(config: dict[str, Any]) -> None:
+    """training.mixed_precision (bfloat16 autocast) applies to float32 nets only."""
+    model = config.get("model", {})
+    precisions = [model.get(part, {}).get("precision") for part in ("descriptor", "fitting_net")]
+    if "mixed_precision" in config["training"] and precisions != ["float32", "float32"]:
+        raise ConfigError("training.mixed_precision: needs a float32 model (model.descriptor.precision and "
+                          f'model.fitting_net.precision "float32"; got {precisions})')
 
 
 def _check_top_level(config: dict[str, Any]) -> None:

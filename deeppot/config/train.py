@@ -143,12 +143,19 @@ TRAINING_DATA_KEYS = (
 )
 VALIDATION_DATA_KEYS = (*_DATA_KEYS, Key("numb_btch", (int,), 1, aliases=("numb_batch",), check=positive))
 
+# DeePMD-kit TF's mixed precision; deeppot runs the bfloat16 variant only (torch.autocast, deeppot.train.memory)
+MIXED_PRECISION_KEYS = (
+    Key("output_prec", (str,), "float32", check=_only("float32", "an output_prec other than 'float32'")),
+    Key("compute_prec", (str,), check=_only("bfloat16", "a compute_prec other than 'bfloat16' (float16 would "
+                                             "need loss scaling)")),
+)
+
 TRAINING_KEYS = (
     Key("training_data", (dict,), sub=TRAINING_DATA_KEYS, doc="training_data section"),
     Key("validation_data", (dict, type(None)), None, sub=VALIDATION_DATA_KEYS),
     Key("stat_file", (str,), OMIT),
     Key("stat_file_mode", (str,), "update", check=one_of("update", "read")),
-    Key("mixed_precision", (dict,), OMIT, check=lambda v: "is TensorFlow-only and not supported by deeppot"),
+    Key("mixed_precision", (dict,), OMIT, sub=MIXED_PRECISION_KEYS),
     Key("numb_steps", (int,), OMIT, aliases=("stop_batch", "num_step", "num_steps", "numb_step"),
         check=non_negative),
     Key("numb_epoch", (float,), OMIT, aliases=("num_epochs", "num_epoch", "numb_epochs"), check=positive),
@@ -176,12 +183,18 @@ TRAINING_KEYS = (
     Key("tensorboard_freq", (int,), 1, check=positive),
     Key("gradient_max_norm", (float,), OMIT, check=non_negative),
     Key("acc_freq", (int,), 1, check=positive),  # Paddle only; accepted and ignored as by DeePMD PT
-    Key("zero_stage", (int,), 0, check=_only(0, "ZeRO/FSDP sharding (zero_stage > 0)")),
+    # 1: optimizer states sharded over the ranks (deeppot.train.memory); 2 and 3 (gradients, parameters) are not
+    Key("zero_stage", (int,), 0, check=lambda v: None if v in (0, 1) else
+        "ZeRO stages 2 and 3 (sharded gradients and parameters) are not supported by deeppot (only 0 and 1 are)"),
     Key("neighbor_graph_method", (str,), "auto", check=one_of("auto", "nv", "dense")),
     Key("enable_compile", (bool,), False),
     Key("enable_tf32", (bool,), False),
     # deeppot only (not a DeePMD-kit key, so left out of out.json unless given): batches per optimizer step
     Key("grad_accum_steps", (int,), OMIT, check=positive),
+    # deeppot only, memory for large frames (deeppot.train.memory): recompute the embedding net in the backward
+    Key("activation_checkpointing", (bool,), OMIT),
+    # deeppot only: at most this many centre atoms per pass of the model (with checkpointing: bounded activations)
+    Key("atom_chunk", (int,), OMIT, check=positive),
 )
 
 # DeePMD variants of a section's `type` that deeppot does not implement (named as such instead of "unknown")
@@ -253,7 +266,16 @@ def normalize_training(section: Any, path: str = "training") -> dict[str, Any]:
         raise ConfigError(f"{path}.numb_epoch: numb_steps and numb_epoch are mutually exclusive; give one")
     if not has_steps and not has_epoch:
         raise ConfigError(f"{path}.numb_steps: required key is missing (give numb_steps or numb_epoch)")
+    _check_memory_keys(training, path)
     return training
+
+
+def _check_memory_keys(training: dict[str, Any], path: str) -> None:
+    """The memory keys swap the model's energy function, as enable_compile does: one or the other."""
+    on = [key for key in ("activation_checkpointing", "atom_chunk", "mixed_precision") if training.get(key)]
+    if on and training["enable_compile"]:
+        raise ConfigError(f"{path}.{on[0]}: not together with enable_compile (torch.compile replaces the "
+                          "energy function this option wraps); switch one off")
 
 
 # legacy keys under `training` (spec §2 step 1) --------------------------------------------------------------------

@@ -55,6 +55,7 @@ class EnergyModel(nn.Module):
         self.analytic_forces = True
         self.pair_energy_fn = analytic.energy_and_pair_grad  # a torch.compile'd twin after compile_forces()
         self.embed_fn = analytic.embed_all  # the fused Triton twin after use_fused_kernels()
+        self.fit_fn = analytic.atomic_energy_and_grad  # wrapped by training options (deeppot.train.memory)
 
     @classmethod
     def from_config(cls, model: dict[str, Any]) -> EnergyModel:

@@ -30,6 +30,13 @@ from deeppot.train.finetune import adjust_out_bias, copy_pretrained, finetune_mo
 from deeppot.train.lcurve import LcurveWriter, eta_seconds, format_eta, format_log_line
 from deeppot.train.loss import EnergyLoss
 from deeppot.train.lr import build_lr
+from deeppot.train.memory import (
+    MemoryOptions,
+    apply_memory_options,
+    gather_optimizer_state,
+    make_optimizer,
+    use_cuda_graph,
+)
 from deeppot.train.neighbor_stat import resolve_sel
 
 log = logging.getLogger("deeppot")
@@ -78,6 +85,9 @@ class Trainer:
             log.info("training.enable_compile: the force computation is compiled with torch.compile")
         else:
             self._pick_embedding_kernels(options)
+        self.memory = MemoryOptions.from_training(tr)
+        # after the kernel choice: it wraps the chosen function
+        apply_memory_options(self.model, self.memory, options.tf32)
         self.lr = build_lr(config["learning_rate"], self.numb_steps)
         # multiplies the optimizer's rate only; the loss prefactors and lcurve.out see the schedule (as DeePMD TF)
         self.lr_scale = lr_scale(config["learning_rate"].get("scale_by_worker", "linear"), options.dist.world_size)
@@ -85,7 +95,7 @@ class Trainer:
             log.info("Scale learning rate by coef: %f (scale_by_worker, %d ranks)", self.lr_scale,
                      options.dist.world_size)
         self.loss = EnergyLoss(config["loss"], self.lr.start_lr)
-        use_graph = options.device.type == "cuda" if options.cuda_graph is None else options.cuda_graph
+        use_graph = use_cuda_graph(options.cuda_graph, options.device, self.memory, options.dist.world_size)
         if use_graph and options.device.type != "cuda":
             raise TrainingError("CUDA graphs need a CUDA device")
         self.grad_accum_steps = tr.get("grad_accum_steps", 1)
@@ -243,8 +253,9 @@ class Trainer:
             raise TrainingError(f"optimizer.type: {o['type']!r} is not supported (use Adam or AdamW)")
         fused = self.opt.device.type == "cuda"
         lr = self.adam_lr if self.adam_lr is not None else self.lr.start_lr
-        return cls(self.model.parameters(), lr=lr, betas=(o["adam_beta1"], o["adam_beta2"]),
-                   weight_decay=o["weight_decay"], fused=fused, capturable=self.lr_tensor is not None)
+        return make_optimizer(cls, self.model.parameters(), self.memory.zero_stage, self.opt.dist.world_size, lr=lr,
+                              betas=(o["adam_beta1"], o["adam_beta2"]), weight_decay=o["weight_decay"], fused=fused,
+                              capturable=self.lr_tensor is not None)
 
     def _restore(self, path: Path) -> None:
         state = read_checkpoint(resolve_checkpoint(path))
@@ -311,12 +322,15 @@ class Trainer:
         with lcurve or contextlib.nullcontext():
             for step in range(self.start_step, self.numb_steps):
                 metrics = self.step(step)
+                display_step = step + 1
+                saving = display_step % save_freq == 0 or display_step == self.numb_steps
+                if saving:  # every rank: a sharded optimizer state is gathered on rank 0
+                    gather_optimizer_state(self.optimizer)
                 if not main:
                     continue
-                display_step = step + 1
                 if display_step % disp_freq == 0 or display_step == 1:
                     self._display(display_step, metrics, lcurve, clock)
-                if display_step % save_freq == 0 or display_step == self.numb_steps:
+                if saving:
                     self._save(display_step, metrics)
                 progress.update(display_step, clock)
         progress.close()

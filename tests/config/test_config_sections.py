@@ -196,9 +196,10 @@ def test_required_sections_and_keys():
     ("loss.start_pref_h", 1.0),
     ("loss.numb_generalized_coord", 3),
     ("training.enable_ema", True),
-    ("training.zero_stage", 1),
+    ("training.zero_stage", 2),
     ("training.change_bias_after_training", True),
-    ("training.mixed_precision", {"compute_prec": "float16"}),
+    ("training.mixed_precision.compute_prec", "float16"),
+    ("training.mixed_precision.output_prec", "bfloat16"),
     ("training.training_data.min_pair_dist", 0.5),
 ])
 def test_unsupported_feature_switched_on(path, value):
@@ -208,7 +209,8 @@ def test_unsupported_feature_switched_on(path, value):
 
 @pytest.mark.parametrize(("path", "value"), [
     ("loss.relative_f", None), ("loss.use_huber", False), ("loss.loss_func", "mse"), ("loss.start_pref_gf", 0.0),
-    ("training.enable_ema", False), ("training.zero_stage", 0), ("learning_rate.scale_by_worker", "none"),
+    ("training.enable_ema", False), ("training.zero_stage", 0), ("training.zero_stage", 1),
+    ("learning_rate.scale_by_worker", "none"),
     ("training.tensorboard", True), ("training.stat_file", "stat.hdf5"), ("training.gradient_max_norm", 5.0),
 ])
 def test_features_switched_off_or_ignored_are_accepted(path, value):
