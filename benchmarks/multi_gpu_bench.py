@@ -102,6 +102,7 @@ def run_worker(args: argparse.Namespace) -> None:
                       "steps_timed": timed, "device": str(device),
                       "cuda_graph": trainer.graphed is not None}
             print("RESULT " + json.dumps(result), flush=True)
+        distributed.barrier(info)  # as the CLI: no rank destroys the group while another still uses it
     finally:
         distributed.shutdown(info)
 
