@@ -17,6 +17,7 @@ path, case "water:<dtype>:devi<N>", "path" "sequential" (model after model, each
 
     python benchmarks/md_bench.py [--device cuda] [--sizes 192 1536 12288] [--dtype float32 float64]
         [--steps 100] [--warmup 20] [--model model.dp] [--compress] [--devi 4]
+        [--ase deeppot|deepmd [--peer-model model.pth]]
 """
 
 from __future__ import annotations
@@ -83,6 +84,45 @@ def bench(natoms: int, dtype: str, args: argparse.Namespace) -> dict:
             "replays": stepper.replays - replays, "peak_mem_MiB": peak_mib(device), "device": str(device)}
 
 
+def ase_calculator(kind: str, model: EnergyModel, device: torch.device, peer_model: str | None):
+    """deeppot's ASE calculator on the model, or DeePMD-kit's (`deepmd.calculator.DP`) on --peer-model, a file
+    DeePMD-kit evaluates with forces (e.g. the .pth that `dp convert-backend model.dp model.pth` writes)."""
+    if kind == "deeppot":
+        from deeppot.calculator import DP
+
+        return DP(model=model, device=device)
+    if peer_model is None:
+        raise SystemExit("--ase deepmd needs --peer-model (a model file DeePMD-kit evaluates with forces)")
+    from deepmd.calculator import DP
+
+    return DP(model=peer_model)
+
+
+def bench_ase(natoms: int, dtype: str, args: argparse.Namespace) -> dict:
+    """The same NVT run driven by ASE (`ase.md.bussi.Bussi`, one model call per step from Python, positions and
+    forces through the host): the speed a user of an ASE calculator gets."""
+    from ase import units
+    from ase.md.bussi import Bussi
+    from ase.md.velocitydistribution import MaxwellBoltzmannDistribution
+
+    device = torch.device(args.device)
+    start_case(device)
+    atoms = water_atoms(natoms)
+    atoms.calc = ase_calculator(args.ase, water_model(dtype, args.model), device, args.peer_model)
+    MaxwellBoltzmannDistribution(atoms, temperature_K=300.0, rng=np.random.default_rng(0))
+    dyn = Bussi(atoms, args.dt * units.fs, temperature_K=300.0, taut=100.0 * units.fs, rng=np.random.default_rng(0))
+    dyn.run(args.warmup)
+    sync(device)
+    start = time.perf_counter()
+    dyn.run(args.steps)
+    sync(device)
+    seconds = time.perf_counter() - start
+    return {"case": f"water:{dtype}:{len(atoms)}:ase", "tool": "deeppot" if args.ase == "deeppot" else "deepmd-kit",
+            "atoms": len(atoms), "atom_steps_per_s": round(len(atoms) * args.steps / seconds, 1),
+            "ms_per_step": round(1e3 * seconds / args.steps, 3), "peak_mem_MiB": peak_mib(device),
+            "device": str(device)}
+
+
 def compress_for(model: EnergyModel, atoms: Atoms) -> None:
     """Tabulate the model as `deeppot compress` does (step 0.01, extrapolate 5), its table range from the closest
     pair of this box when the model does not record a min_nbor_dist (random weights)."""
@@ -131,13 +171,19 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="a trained model file instead of random weights")
     parser.add_argument("--compress", action="store_true",
                         help="run MD with the compressed model (case water:<dtype>:<atoms>:compressed)")
+    parser.add_argument("--ase", choices=["deeppot", "deepmd"], default=None,
+                        help="drive the NVT run with ASE and this tool's calculator (case water:<dtype>:<atoms>:ase)")
+    parser.add_argument("--peer-model", default=None, help="with --ase deepmd: the model file DeePMD-kit loads")
     parser.add_argument("--devi", type=int, default=0, metavar="N",
                         help="time the model deviation of N models (sequential and batched) instead of MD")
     args = parser.parse_args()
     sizes = args.sizes or ([192, 1536] if args.device == "cpu" else [1536, 12288, 98304])
     for dtype in args.dtype:
         for natoms in sizes:
-            rows = bench_devi(natoms, dtype, args) if args.devi else [bench(natoms, dtype, args)]
+            if args.devi:
+                rows = bench_devi(natoms, dtype, args)
+            else:
+                rows = [bench_ase(natoms, dtype, args) if args.ase else bench(natoms, dtype, args)]
             for row in rows:
                 print(json.dumps(row), flush=True)
 
