@@ -20,8 +20,8 @@ import functools
 import torch
 from torch import Tensor
 
-from deeppot.kernels import embedding, exclude
-from deeppot.kernels.descriptor import energy_and_t_bar, env_args
+from deeppot.kernels import embedding
+from deeppot.kernels.descriptor import env_args, two_kernel_stage
 from deeppot.model import analytic
 
 BLOCK = 16  # slots per chunk: 16 x 4 warps measured fastest on an H100 (run13, benchmarks/compress_tiles.py)
@@ -201,8 +201,5 @@ def compressed_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Te
                           sync_free: bool = False) -> tuple[Tensor, Tensor]:
     """Atomic energies (n,) float64 and dE/dr_ij (n, nnei, 3) of a compressed model: the `deeppot.infer.evaluate`
     pair stage (as `deeppot.kernels.descriptor.fused_pair_stage`; sync_free runs every fitting net on every atom)."""
-    d = model.descriptor
-    rij, excess = exclude.as_padding(d, rij, center_type, neighbor_type)
-    t_mat = compressed_descriptor_t(d, rij, center_type)
-    energy, t_bar = energy_and_t_bar(model, t_mat if excess is None else t_mat - excess, center_type, sync_free)
-    return energy, compressed_pair_grad(d, rij, center_type, t_bar)
+    return two_kernel_stage(model, rij, center_type, neighbor_type, sync_free, compressed_descriptor_t,
+                            compressed_pair_grad)

@@ -262,11 +262,20 @@ def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
     `sync_free` every net on every atom (for CUDA graphs). precision of the float32 embedding GEMMs: "tf32x3"
     (float32-level accuracy) or the mixed-precision opt-in "tf32".
     """
+    return two_kernel_stage(model, rij, center_type, neighbor_type, sync_free,
+                            functools.partial(descriptor_t, precision=precision),
+                            functools.partial(pair_grad_from_t_bar, precision=precision))
+
+
+def two_kernel_stage(model, rij: Tensor, center_type: Tensor, neighbor_type: Tensor, sync_free: bool,
+                     t_kernel, grad_kernel) -> tuple[Tensor, Tensor]:
+    """A pair stage from its two kernels (T from the pairs; dE/dr_ij from dE/dT), shared by the uncompressed and
+    compressed families: exclude_types around the kernels (`exclude.as_padding`), the fitting step between them."""
     d = model.descriptor
     rij, excess = exclude.as_padding(d, rij, center_type, neighbor_type)
-    t_mat = descriptor_t(d, rij, center_type, precision)
+    t_mat = t_kernel(d, rij, center_type)
     energy, t_bar = energy_and_t_bar(model, t_mat if excess is None else t_mat - excess, center_type, sync_free)
-    return energy, pair_grad_from_t_bar(d, rij, center_type, t_bar, precision)
+    return energy, grad_kernel(d, rij, center_type, t_bar)
 
 
 def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool) -> tuple[Tensor, Tensor]:
