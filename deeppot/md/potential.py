@@ -77,7 +77,7 @@ class DeepPotential:
                                  f"model 0 has {first.rcut}, {first.sel}, {first.type_map}: model deviation during "
                                  f"MD evaluates every model on one neighbour list, so these must be equal")
         self.evaluators = [Evaluator(m, device, fused=None) for m in models]
-        self.ensemble = EnsembleEvaluator(self.evaluators, batched) if len(models) > 1 else None
+        self.ensemble = EnsembleEvaluator(self.evaluators, batched)  # a lone model is simply evaluated
         self.device = self.evaluators[0].device
         self.atype = atype.to(self.device)[None]  # (1, N)
         self.nlist = SkinNeighborList(first.rcut, first.sel, skin)
@@ -136,8 +136,6 @@ class DeepPotential:
     def deviation(self) -> np.ndarray:
         """The 7 model-deviation columns (`deeppot.infer.model_devi.DEVI_NAMES`) of every model at the positions
         of the last `compute`, on its neighbour data (a host sync: call it every devi-freq steps)."""
-        if self.ensemble is None:  # one model: all deviations are zero
-            self.ensemble = EnsembleEvaluator(self.evaluators, batched=False)
         out = self.ensemble.evaluate_neighbors(self.flat)
         natoms = self.atype.shape[1]
         energy, force, virial = (out[key].cpu().numpy() for key in ("energy", "force", "virial"))
