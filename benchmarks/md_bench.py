@@ -58,6 +58,15 @@ def water_atoms(natoms: int) -> Atoms:
                  pbc=True)
 
 
+def timed(device: torch.device, work) -> float:
+    """Seconds of work(), the device synchronised before and after."""
+    sync(device)
+    start = time.perf_counter()
+    work()
+    sync(device)
+    return time.perf_counter() - start
+
+
 def bench(natoms: int, dtype: str, args: argparse.Namespace) -> dict:
     device = torch.device(args.device)
     start_case(device)
@@ -72,11 +81,8 @@ def bench(natoms: int, dtype: str, args: argparse.Namespace) -> dict:
     stepper = md.Stepper(potential)
     md.run(state, potential, integrator, args.warmup, max_temperature=math.inf, stepper=stepper)
     builds, replays = potential.rebuilds, stepper.replays
-    sync(device)
-    start = time.perf_counter()
-    md.run(state, potential, integrator, args.steps, max_temperature=math.inf, stepper=stepper)
-    sync(device)
-    seconds = time.perf_counter() - start
+    seconds = timed(device, lambda: md.run(state, potential, integrator, args.steps, max_temperature=math.inf,
+                                           stepper=stepper))
     suffix = ":compressed" if args.compress else ""
     return {"case": f"water:{dtype}:{len(atoms)}{suffix}", "atoms": len(atoms),
             "atom_steps_per_s": round(len(atoms) * args.steps / seconds, 1),
@@ -112,11 +118,7 @@ def bench_ase(natoms: int, dtype: str, args: argparse.Namespace) -> dict:
     MaxwellBoltzmannDistribution(atoms, temperature_K=300.0, rng=np.random.default_rng(0))
     dyn = Bussi(atoms, args.dt * units.fs, temperature_K=300.0, taut=100.0 * units.fs, rng=np.random.default_rng(0))
     dyn.run(args.warmup)
-    sync(device)
-    start = time.perf_counter()
-    dyn.run(args.steps)
-    sync(device)
-    seconds = time.perf_counter() - start
+    seconds = timed(device, lambda: dyn.run(args.steps))
     return {"case": f"water:{dtype}:{len(atoms)}:ase", "tool": "deeppot" if args.ase == "deeppot" else "deepmd-kit",
             "atoms": len(atoms), "atom_steps_per_s": round(len(atoms) * args.steps / seconds, 1),
             "ms_per_step": round(1e3 * seconds / args.steps, 3), "peak_mem_MiB": peak_mib(device),
