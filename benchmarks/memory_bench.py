@@ -9,15 +9,20 @@ except with bf16, which runs the PyTorch embedding; no validation).
 
     python benchmarks/memory_bench.py --atoms 12288 98304 --precision float32 \\
         --techniques plain checkpoint chunk4096 checkpoint+chunk4096 bf16 checkpoint+chunk4096+bf16     # GPU
+    python benchmarks/memory_bench.py --atoms 98304 --memory-gib 80 --techniques plain checkpoint+chunk4096  # H100 cap
     OMP_NUM_THREADS=1 python benchmarks/memory_bench.py --device cpu --atoms 1536 --steps 2                # CPU
 
 A technique is `plain` or '+'-joined parts: `checkpoint` (activation_checkpointing), `chunkN` (atom_chunk N),
 `bf16` (mixed_precision, float32 only). Each line: `case` (water:PRECISION:ATOMS:TECHNIQUE), `peak_mem_MiB`
 (torch.cuda.max_memory_allocated over the steps on CUDA; the process's peak RSS on CPU, with the RSS peak before
 the first step as `rss_before_steps_MiB`), `ms_per_step` (median), `loss` of the last step, and `oom` where CUDA ran
-out of memory. On CPU the children run with MALLOC_MMAP_THRESHOLD_=65536 (unless set): glibc then returns every
-freed tensor to the OS, so the peak RSS follows the live tensors instead of the allocator's cache (it makes the
-steps slower: CPU ms_per_step are not speeds to quote). ZeRO-1 (a multi-rank option) is not measured here: see
+out of memory (building the trainer or stepping it: `oom_at`). Every line also carries `natoms`, `device`,
+`device_name` (the GPU's name, the CPU's on CPU) and `memory_cap_GiB`: with --memory-gib G, each CUDA child caps
+its allocator at G GiB (torch.cuda.set_per_process_memory_fraction, set before the trainer is built), so that a
+141 GiB H200 shows what an 80 GiB H100 allows (null: no cap). On CPU the children run with
+MALLOC_MMAP_THRESHOLD_=65536 (unless set): glibc then returns every freed tensor to the OS, so the peak RSS
+follows the live tensors instead of the allocator's cache (it makes the steps slower: CPU ms_per_step are not
+speeds to quote). ZeRO-1 (a multi-rank option) is not measured here: see
 docs/memory.md for what it saves.
 """
 
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -90,41 +96,89 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
 
 
+def device_name(device) -> str:
+    import torch
+
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
+
+
+def cap_memory(device, gib: float | None) -> float | None:
+    """Cap this process's CUDA allocator at gib GiB (None: no cap); the cap applied, None on the CPU."""
+    import torch
+
+    if gib is None or device.type != "cuda":
+        return None
+    total = torch.cuda.get_device_properties(device).total_memory
+    if gib * 2**30 > total:
+        raise ValueError(f"--memory-gib {gib}: more than the device's {total / 2**30:.1f} GiB")
+    torch.cuda.set_per_process_memory_fraction(gib * 2**30 / total, device)
+    return gib
+
+
+def build_trainer(args: argparse.Namespace, device, natoms: int, technique: str):
+    from deeppot.config.input import normalize_input
+    from deeppot.train.trainer import RunOptions, Trainer
+
+    workdir = Path(tempfile.mkdtemp(prefix="memory-bench-"))
+    system = replicated_system(round((natoms / 192) ** (1 / 3)), workdir)
+    config = normalize_input(make_config(system, args.precision, technique, args.warmup + args.steps))
+    return Trainer(config, RunOptions(workdir=workdir, device=device, skip_neighbor_stat=True, progress=False,
+                                      cuda_graph=False))
+
+
 def run_case(args: argparse.Namespace) -> dict:
     """Inside the child process: build the trainer, step it, measure."""
     import torch
 
-    from deeppot.config.input import normalize_input
-    from deeppot.train.trainer import RunOptions, Trainer
-
     natoms, technique = args.atoms[0], args.techniques[0]
-    case = f"water:{args.precision}:{natoms}:{technique}"
-    workdir = Path(tempfile.mkdtemp(prefix="memory-bench-"))
-    system = replicated_system(round((natoms / 192) ** (1 / 3)), workdir)
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    config = normalize_input(make_config(system, args.precision, technique, args.warmup + args.steps))
-    trainer = Trainer(config, RunOptions(workdir=workdir, device=device, skip_neighbor_stat=True, progress=False,
-                                         cuda_graph=False))
+    base = {"case": f"water:{args.precision}:{natoms}:{technique}", "natoms": natoms, "device": str(device),
+            "device_name": device_name(device)}
+    print("DEVICE " + json.dumps(base), flush=True)  # for the parent's row should this process crash
+    base["memory_cap_GiB"] = cap_memory(device, args.memory_gib)  # before the trainer allocates anything
+    print("DEVICE " + json.dumps(base), flush=True)  # the cap applied (none on the CPU)
     cuda = device.type == "cuda"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
-    rss_before = peak_rss_mib()
-    if cuda:
-        torch.cuda.reset_peak_memory_stats()
-    times = []
-    try:
+    times, where = [], "build"
+    try:  # an OOM while building (data statistics, model) is as much a result as one while stepping
+        trainer = build_trainer(args, device, natoms, technique)
+        rss_before = peak_rss_mib()
+        if cuda:
+            torch.cuda.reset_peak_memory_stats()
         for step in range(args.warmup + args.steps):
+            where = f"step {step}"
             t0 = time.perf_counter()
             metrics = trainer.step(step)
             sync()
             times.append(1e3 * (time.perf_counter() - t0))
     except torch.cuda.OutOfMemoryError:
-        return {"case": case, "oom": True, "device": str(device)}
-    row = {"case": case, "natoms": natoms, "device": str(device),
-           "peak_mem_MiB": round(torch.cuda.max_memory_allocated() / 2**20 if cuda else peak_rss_mib(), 1),
+        return {**base, "oom": True, "oom_at": where}
+    row = {**base, "peak_mem_MiB": round(torch.cuda.max_memory_allocated() / 2**20 if cuda else peak_rss_mib(), 1),
            "ms_per_step": round(float(np.median(times[args.warmup:])), 1), "loss": float(metrics["rmse"])}
     if not cuda:
         row["rss_before_steps_MiB"] = round(rss_before, 1)
     return row
+
+
+def run_child(args: argparse.Namespace, natoms: int, technique: str) -> str:
+    """One case in a fresh process; its JSON line (an error row, with what is known, if it failed)."""
+    cmd = [sys.executable, __file__, "--child", "--atoms", str(natoms), "--techniques", technique,
+           "--precision", args.precision, "--steps", str(args.steps), "--warmup", str(args.warmup)]
+    cmd += ["--device", args.device] if args.device else []
+    cmd += ["--memory-gib", str(args.memory_gib)] if args.memory_gib is not None else []
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    if args.device == "cpu":  # freed tensors go back to the OS at once: peak RSS ~ the live-tensor peak
+        env.setdefault("MALLOC_MMAP_THRESHOLD_", "65536")
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    lines = done.stdout.splitlines()
+    rows = [line for line in lines if line.startswith("{")]
+    if done.returncode == 0 and rows:
+        return rows[-1]
+    known = [json.loads(line[len("DEVICE "):]) for line in lines if line.startswith("DEVICE ")]
+    row = known[-1] if known else {"case": f"water:{args.precision}:{natoms}:{technique}", "natoms": natoms,
+                                   "device": args.device, "device_name": None}
+    row.setdefault("memory_cap_GiB", args.memory_gib)  # the cap asked for, where the child never applied one
+    return json.dumps({**row, "error": done.stderr[-500:]})
 
 
 def main() -> None:
@@ -137,29 +191,22 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5, help="timed steps per case")
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
+    parser.add_argument("--memory-gib", type=float, default=None,
+                        help="CUDA: cap each case's usable GPU memory at this many GiB (default: no cap)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     for natoms in args.atoms:
         r = round((natoms / 192) ** (1 / 3))
         if 192 * r**3 != natoms:
             parser.error(f"--atoms {natoms}: not 192 r^3 (e.g. 1536, 12288, 98304)")
+    if args.memory_gib is not None and args.memory_gib <= 0:
+        parser.error("--memory-gib must be positive")
     if args.child:
         print(json.dumps(run_case(args)), flush=True)
         return
     for natoms in args.atoms:
         for technique in args.techniques:
-            cmd = [sys.executable, __file__, "--child", "--atoms", str(natoms), "--techniques", technique,
-                   "--precision", args.precision, "--steps", str(args.steps), "--warmup", str(args.warmup)]
-            cmd += ["--device", args.device] if args.device else []
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-            if args.device == "cpu":  # freed tensors go back to the OS at once: peak RSS ~ the live-tensor peak
-                env.setdefault("MALLOC_MMAP_THRESHOLD_", "65536")
-            done = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-            print(lines[-1] if done.returncode == 0 and lines else
-                  json.dumps({"case": f"water:{args.precision}:{natoms}:{technique}", "error": done.stderr[-500:]}),
-                  flush=True)
-
+            print(run_child(args, natoms, technique), flush=True)
 
 if __name__ == "__main__":
     main()
