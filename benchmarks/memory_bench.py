@@ -122,8 +122,9 @@ def build_trainer(args: argparse.Namespace, device, natoms: int, technique: str)
     workdir = Path(tempfile.mkdtemp(prefix="memory-bench-"))
     system = replicated_system(round((natoms / 192) ** (1 / 3)), workdir)
     config = normalize_input(make_config(system, args.precision, technique, args.warmup + args.steps))
+    # the fused kernels forced: the start-up timing of both embeddings would cost a dozen passes of a large frame
     return Trainer(config, RunOptions(workdir=workdir, device=device, skip_neighbor_stat=True, progress=False,
-                                      cuda_graph=False))
+                                      cuda_graph=False, fused_kernels=True))
 
 
 def run_case(args: argparse.Namespace) -> dict:

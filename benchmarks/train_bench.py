@@ -1,24 +1,36 @@
-"""Training benchmark: one JSON line per case with ms/step, launch-to-first-step, wall time, peak memory, RMSEs.
+"""Training benchmark: one JSON line per case with ms/step, launch-to-first-step, wall time, peak memory, RMSEs,
+atoms/s and an estimate of the model FLOP rate.
 
 Usage (from the repository root, on a GPU machine):
     python benchmarks/train_bench.py --data ../shared/data --inputs ../shared/bench/inputs --steps 3000 \
         water:float64 water:float32 copper:float32 alloy:float32[:2000]
 Each case runs in its own process, so the launch-to-first-step time includes Python start-up and imports.
-A case is NAME:PRECISION[:STEPS][:eager][:compile][:plain][:tf32] (plain: no fused Triton
-kernels; tf32: their mixed-precision opt-in); NAME picks <inputs>/<NAME>_se_e2_a.json, whose "DATA/"
-paths point at --data. ms/step is the median interval between the starts of consecutive steps (CUDA events), display and
-checkpoint steps excluded; wall_ms_per_step is the whole loop's wall time over its steps.
+A case is NAME:PRECISION[:STEPS][:eager][:compile][:plain|:fused][:tf32][:bsN][:odd][:frameN]:
+the embedding net is chosen as `deeppot train` chooses it (timed at start-up) unless `plain` (PyTorch) or `fused`
+(the Triton kernels) forces it; tf32: the kernels' mixed-precision opt-in; bsN: batch size N; odd: the shape a
+new user tried (embedding [10, 20, 40], axis_neuron 8, sel [37, 61], batch 3); frameN: train on one water frame
+replicated to N atoms (N = 192 r^3; benchmarks/memory_bench.py) instead of the input's data, no validation.
+NAME picks <inputs>/<NAME>_se_e2_a.json, whose "DATA/" paths point at --data. ms/step is the median interval
+between the starts of consecutive steps (CUDA events), display and checkpoint steps excluded; wall_ms_per_step is
+the whole loop's wall time over its steps. model_tflops: 6 x the forward FLOPs of the embedding GEMMs, the R^T G
+contraction and the fitting GEMMs per step (forward, forces, and the gradient of both: the factor that gives the
+issue's ~3 GFLOP for a water step) over ms/step; mfu divides it by the H100/H200 dense peak of the arithmetic used
+(float64 tensor cores 67 TFLOP/s; float32 3xTF32 495/3 TFLOP/s; tf32 495 TFLOP/s).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # memory_bench's replicated frames
 
 T_LAUNCH_ENV = "DEEPPOT_BENCH_T_LAUNCH"
 
@@ -26,16 +38,17 @@ T_LAUNCH_ENV = "DEEPPOT_BENCH_T_LAUNCH"
 def parse_case(text: str) -> dict:
     parts = text.split(":")
     case = {"name": parts[0], "precision": parts[1], "steps": None, "graph": True, "compile": False,
-            "fused": True, "tf32": False}
+            "fused": None, "tf32": False, "batch": None, "odd": False, "frame": None}
+    flags = {"eager": ("graph", False), "compile": ("compile", True), "plain": ("fused", False),
+             "fused": ("fused", True), "tf32": ("tf32", True), "odd": ("odd", True)}
     for p in parts[2:]:
-        if p == "eager":
-            case["graph"] = False
-        elif p == "compile":
-            case["compile"] = True
-        elif p == "plain":
-            case["fused"] = False
-        elif p == "tf32":
-            case["tf32"] = True
+        if p in flags:
+            key, value = flags[p]
+            case[key] = value
+        elif p.startswith("bs"):
+            case["batch"] = int(p[2:])
+        elif p.startswith("frame"):
+            case["frame"] = int(p[5:])
         else:
             case["steps"] = int(p)
     return case
@@ -48,16 +61,41 @@ def make_config(inputs: Path, data: Path, case: dict, steps: int) -> dict:
     config = json.loads(raw)
     for part in ("descriptor", "fitting_net"):
         config["model"][part]["precision"] = case["precision"]
-    config["training"]["numb_steps"] = steps
-    config["training"]["save_freq"] = steps
-    config["training"]["enable_compile"] = case["compile"]
+    training = config["training"]
+    training.update(numb_steps=steps, save_freq=steps, enable_compile=case["compile"])
+    if case["odd"]:
+        config["model"]["descriptor"].update(neuron=[10, 20, 40], axis_neuron=8, sel=[37, 61])
+        training["training_data"]["batch_size"] = 3
+    if case["batch"]:
+        training["training_data"]["batch_size"] = case["batch"]
+    if case["frame"]:
+        from memory_bench import replicated_system
+
+        r = round((case["frame"] / 192) ** (1 / 3))
+        system = replicated_system(r, Path(tempfile.mkdtemp(prefix="frame-")))
+        training["training_data"]["systems"] = [str(system)]
+        training.pop("validation_data", None)
+        config["model"]["data_stat_nbatch"] = 1
     return normalize_input(config)
+
+
+PEAK_TFLOPS = {"float64": 67.0, "float32": 495.0 / 3, "tf32": 495.0}
+
+
+def step_gflop(config: dict, natoms: int, batch: int) -> float:
+    """6 x the forward GEMM FLOPs of one step (see the module docstring), in GFLOP."""
+    desc, fit = config["model"]["descriptor"], config["model"]["fitting_net"]
+    widths = [1, *desc["neuron"]]
+    embed = sum(2 * a * b for a, b in itertools.pairwise(widths))
+    nnei, m1, m2 = sum(desc["sel"]), widths[-1], desc["axis_neuron"]
+    fit_widths = [m1 * m2, *fit["neuron"], 1]
+    fitting = sum(2 * a * b for a, b in itertools.pairwise(fit_widths))
+    per_atom = nnei * embed + 2 * 4 * nnei * m1 + 2 * 4 * m1 * m2 + fitting
+    return 6 * per_atom * natoms * batch / 1e9
 
 
 def run_case(args: argparse.Namespace) -> dict:
     """Inside the child process: train one case and measure it."""
-    import tempfile
-
     import numpy as np
     import torch
 
@@ -121,14 +159,29 @@ def run_case(args: argparse.Namespace) -> dict:
         full_valid = {k: report.weighted[k] for k in ("rmse_e_per_atom", "rmse_f", "rmse_v_per_atom")
                       if k in report.weighted}
     fused = trainer.model.embed_fn is not analytic.embed_all
+    ms = float(np.median(gaps)) if gaps else None
     return {"case": args.case, "steps": steps, "cuda_graph": case["graph"], "fused_kernels": fused,
-            "ms_per_step": round(float(np.median(gaps)), 4) if gaps else None,
+            "ms_per_step": round(ms, 4) if ms else None, **throughput(config, trainer, case, ms),
             "wall_ms_per_step": round(1e3 * loop_wall / steps, 4),
             "launch_to_first_step_s": round(first_step_done[0] - t_launch, 2),
             "peak_mem_MiB": round(torch.cuda.max_memory_allocated() / 2**20, 1),
             "final": {k: last[k] for k in last if k.startswith(("rmse_e", "rmse_f", "rmse_v"))},
             "dp_test_validation": full_valid,
             "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
+
+
+def throughput(config: dict, trainer, case: dict, ms: float | None) -> dict:
+    """atoms/s and the model FLOP rate of a step of the (first) training system's batch."""
+    system = trainer.train_data.systems[0]
+    batch = trainer.train_data.batch_sizes[0]
+    gflop = step_gflop(config, system.natoms, batch)
+    if not ms:
+        return {"step_gflop": round(gflop, 3)}
+    tflops = gflop / ms  # GFLOP per ms = TFLOP/s
+    arithmetic = "tf32" if case["tf32"] else case["precision"]
+    return {"natoms": system.natoms, "batch": batch, "atoms_per_s": round(system.natoms * batch / ms * 1e3),
+            "step_gflop": round(gflop, 3), "model_tflops": round(tflops, 3),
+            "mfu": round(tflops / PEAK_TFLOPS[arithmetic], 5)}
 
 
 def main() -> None:

@@ -34,7 +34,7 @@ def _train(args: argparse.Namespace) -> None:
                          use_pretrain_script=args.use_pretrain_script,
                          skip_neighbor_stat=args.skip_neighbor_stat,
                          cuda_graph=False if args.no_cuda_graph else None,
-                         fused_kernels=not args.no_fused_kernels, tf32=args.tf32, dist=ranks)
+                         fused_kernels=_fused_choice(args), tf32=args.tf32, dist=ranks)
     if ranks.enabled:
         log.info("data-parallel training: %d ranks (this is rank %d)", ranks.world_size, ranks.rank)
     log.info("training on %s", options.device)
@@ -192,12 +192,21 @@ def _add_train_command(sub) -> None:
     p.add_argument("--skip-neighbor-stat", action="store_true", help="skip the neighbour statistics of the data")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when available)")
     p.add_argument("--no-cuda-graph", action="store_true", help="run the step eagerly on a GPU (for debugging)")
-    p.add_argument("--no-fused-kernels", action="store_true",
-                   help="keep the plain PyTorch embedding net on a GPU (the fused Triton kernels are the default)")
+    p.add_argument("--fused-kernels", choices=["auto", "on", "off"], default="auto",
+                   help="the embedding net on a GPU: the fused Triton kernels (on), PyTorch (off), or whichever a "
+                        "timing of both at start-up finds faster for this model and batch (auto, the default)")
+    p.add_argument("--no-fused-kernels", action="store_true", help="the same as --fused-kernels off")
     p.add_argument("--tf32", action="store_true",
                    help="mixed precision: TF32 GEMM inputs in the fused embedding kernels (float32 models)")
     p.add_argument("--profile", action="store_true", help="profile a few steps, print the top kernels, write a trace")
     p.set_defaults(func=_train)
+
+
+def _fused_choice(args) -> bool | None:
+    """RunOptions.fused_kernels from --fused-kernels / --no-fused-kernels (None: timed at start-up)."""
+    if args.no_fused_kernels:
+        return False
+    return {"auto": None, "on": True, "off": False}[args.fused_kernels]
 
 
 def _add_model_devi_command(sub) -> None:

@@ -113,6 +113,13 @@ def average_gradients(params: list[torch.nn.Parameter], world_size: int) -> None
             p.grad.copy_(part.view_as(p.grad))
 
 
+def sum_over_ranks(values: torch.Tensor) -> torch.Tensor:
+    """values summed over the ranks (in place), or as they are in one process."""
+    if dist.is_available() and dist.is_initialized():
+        dist.all_reduce(values)
+    return values
+
+
 def barrier(info: DistInfo) -> None:
     if info.enabled:
         dist.barrier()

@@ -25,7 +25,14 @@ from deeppot.model.stats import set_statistics
 from deeppot.tools.change_bias import select_frames
 from deeppot.train.checkpoint import CheckpointManager, resolve_checkpoint
 from deeppot.train.data import DataSampler
-from deeppot.train.distributed import DistInfo, average_gradients, broadcast_state, lr_scale, rank_seed
+from deeppot.train.distributed import (
+    DistInfo,
+    average_gradients,
+    broadcast_state,
+    lr_scale,
+    rank_seed,
+    sum_over_ranks,
+)
 from deeppot.train.finetune import adjust_out_bias, copy_pretrained, finetune_model_section, load_pretrained
 from deeppot.train.lcurve import LcurveWriter, eta_seconds, format_eta, format_log_line
 from deeppot.train.loss import EnergyLoss
@@ -57,7 +64,7 @@ class RunOptions:
     skip_neighbor_stat: bool = False
     progress: bool | None = None  # None: a progress line when stderr is a terminal
     cuda_graph: bool | None = None  # None: capture the step in CUDA graphs when training on a GPU
-    fused_kernels: bool = True  # the Triton embedding kernels on a GPU, where the descriptor allows them
+    fused_kernels: bool | None = None  # Triton embedding kernels on a GPU: forced on/off, None = the faster (timed)
     tf32: bool = False  # mixed-precision opt-in: TF32 inputs to the embedding GEMMs of float32 models
     dist: DistInfo = field(default_factory=DistInfo)  # data-parallel ranks; default: one process
 
@@ -80,12 +87,13 @@ class Trainer:
         self.model = self._build_model().to(options.device)
         if options.dist.enabled:  # every rank starts from rank 0's weights and statistics
             broadcast_state(self.model)
+        self.memory = MemoryOptions.from_training(tr)
+        use_graph = use_cuda_graph(options.cuda_graph, options.device, self.memory, options.dist.world_size)
         if tr.get("enable_compile"):  # DeePMD-kit's key: opt-in, compilation costs start-up time
             self.model.compile_forces()
             log.info("training.enable_compile: the force computation is compiled with torch.compile")
         else:
-            self._pick_embedding_kernels(options)
-        self.memory = MemoryOptions.from_training(tr)
+            self._pick_embedding_kernels(options, use_graph)
         # after the kernel choice: it wraps the chosen function
         apply_memory_options(self.model, self.memory, options.tf32)
         self.lr = build_lr(config["learning_rate"], self.numb_steps)
@@ -95,7 +103,6 @@ class Trainer:
             log.info("Scale learning rate by coef: %f (scale_by_worker, %d ranks)", self.lr_scale,
                      options.dist.world_size)
         self.loss = EnergyLoss(config["loss"], self.lr.start_lr)
-        use_graph = use_cuda_graph(options.cuda_graph, options.device, self.memory, options.dist.world_size)
         if use_graph and options.device.type != "cuda":
             raise TrainingError("CUDA graphs need a CUDA device")
         self.grad_accum_steps = tr.get("grad_accum_steps", 1)
@@ -119,13 +126,17 @@ class Trainer:
 
     # ---- set-up --------------------------------------------------------------------------------------------
 
-    def _pick_embedding_kernels(self, options: RunOptions) -> None:
+    def _pick_embedding_kernels(self, options: RunOptions, use_graph: bool) -> None:
+        """The fused Triton embedding or PyTorch's: forced by options.fused_kernels, else timed (kernel_choice)."""
         if options.tf32 and self.model.descriptor.dtype != torch.float32:
             raise TrainingError("--tf32 needs a float32 descriptor (model.descriptor.precision)")
-        if options.device.type != "cuda" or not options.fused_kernels:
+        if options.device.type != "cuda" or options.fused_kernels is False:
             if options.tf32:
                 raise TrainingError("--tf32 applies to the fused GPU kernels: train on a GPU without "
-                                    "--no-fused-kernels")
+                                    "--fused-kernels off")
+            return
+        if options.fused_kernels is None and not options.tf32 and not self.memory.bf16:
+            self._time_embedding_kernels(use_graph)
             return
         fused = self.model.use_fused_kernels(options.device, tf32=options.tf32)
         if options.tf32 and not fused:
@@ -133,6 +144,17 @@ class Trainer:
                                 "(they need 3 tanh layers and resnet_dt false) or Triton is missing")
         log.info("embedding net: %s", "fused Triton kernels" + (" (TF32 GEMMs)" if options.tf32 else "")
                  if fused else "PyTorch (the fused kernels need 3 tanh layers, resnet_dt false and Triton)")
+
+    def _time_embedding_kernels(self, use_graph: bool) -> None:
+        """Keep the embedding that is faster on the largest batch the sampler draws (all ranks choose alike)."""
+        from deeppot.train.graph_step import batch_shapes
+        from deeppot.train.kernel_choice import choose_embedding
+
+        data = self.train_data
+        store_id, frames = max(batch_shapes(data), key=lambda s: data.stores[s[0]].natoms * len(s[1]))
+        data.stores[store_id].build(frames)
+        pairs = data.stores[store_id].gather(torch.as_tensor(frames, device=self.opt.device)).pairs
+        choose_embedding(self.model, pairs, tf32=False, graphed=use_graph, agree=sum_over_ranks)
 
     def _graph_replayers(self):
         """The CUDA-graph replayers of the training step and of validation (deeppot.train.graph_step)."""

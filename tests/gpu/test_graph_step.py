@@ -20,7 +20,8 @@ from deeppot.train.trainer import RunOptions, Trainer  # noqa: E402
 
 def trainer(config, workdir, graph):
     return Trainer(normalize_input(copy.deepcopy(config)),
-                   RunOptions(workdir=workdir, device=torch.device("cuda"), cuda_graph=graph, progress=False))
+                   RunOptions(workdir=workdir, device=torch.device("cuda"), cuda_graph=graph, progress=False,
+                              fused_kernels=True))  # one embedding for both (auto could time them apart)
 
 
 @pytest.mark.parametrize("precision", ["float64", "float32"])

@@ -1,0 +1,103 @@
+"""The embedding net of a GPU training run: the fused Triton kernels or PyTorch's, chosen by timing both.
+
+The fused kernels are several times faster on the shapes they were written for (the examples' three-layer nets), but
+an odd shape can turn that around (embedding [10, 20, 40], axis_neuron 8, batch 3: 2.3 ms a step fused against
+1.8 ms with PyTorch on an H100). So by default (`fused_kernels=None`, "auto") the trainer times the force-training
+pass of one training batch (forward, forces with create_graph, the parameter gradient: what dominates a step) with
+each embedding and keeps the faster. Where the step will be replayed from CUDA graphs, the timed pass is replayed
+from a graph too: graphs remove the launch overhead that the fused kernels otherwise save, so eager timings would
+favour them. The weights are untouched (gradients are returned by autograd.grad, never accumulated into .grad).
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+log = logging.getLogger(__name__)
+
+ROUNDS = 2  # each embedding is timed this many times, alternating, to even out clock and cache effects
+REPEATS = 10  # passes per timing
+BUDGET_MS = 100.0  # ... or fewer, once they have taken this long
+
+
+def force_training_pass(model, pairs) -> Callable[[], tuple[Tensor, ...]]:
+    """One pass like the training step's: energy and forces (create_graph), then gradients of a loss-like sum."""
+    params = [p for p in model.parameters() if p.requires_grad]
+
+    def run() -> tuple[Tensor, ...]:
+        pred = model.forward_pairs(pairs, create_graph=True)
+        objective = pred["energy"].square().sum() + pred["force"].square().sum() + pred["virial"].square().sum()
+        return torch.autograd.grad(objective, params)
+
+    return run
+
+
+def time_pass(run: Callable[[], object], graphed: bool, repeats: int = REPEATS,
+              budget_ms: float = BUDGET_MS) -> float:
+    """Median milliseconds of run() on the current CUDA device, eager or replayed from a CUDA graph: `repeats`
+    timed passes, fewer once they have taken `budget_ms` (a large frame's pass is timed once or twice)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the capture stream, as graph capture requires
+        run()
+    torch.cuda.current_stream().wait_stream(side)
+    if graphed:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            run()
+        run = graph.replay
+    times: list[float] = []
+    while len(times) < repeats and sum(times) < budget_ms:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def compare(timers: dict[str, Callable[[], float]], rounds: int = ROUNDS) -> dict[str, float]:
+    """The best of `rounds` timings of each timer, the timers called in turn within each round."""
+    best = {name: float("inf") for name in timers}
+    for _ in range(rounds):
+        for name, timer in timers.items():
+            best[name] = min(best[name], timer())
+    return best
+
+
+def choose_embedding(model, pairs, tf32: bool, graphed: bool,
+                     agree: Callable[[Tensor], Tensor] = lambda t: t) -> bool:
+    """Time the force-training pass with the fused and the PyTorch embedding; keep the faster in `model`.
+
+    Returns whether the fused kernels are kept (False also when they cannot run). `agree` combines the timings of
+    data-parallel ranks (a sum over ranks; the same collective on every rank), so that every rank makes the same
+    choice.
+    """
+    from deeppot.model import analytic
+
+    if not model.use_fused_kernels(pairs.rij.device, tf32=tf32):
+        log.info("embedding net: PyTorch (the fused kernels need 3 tanh layers, resnet_dt false and Triton)")
+        return False
+    fused_fn, run = model.embed_fn, force_training_pass(model, pairs)
+
+    def timer(embed_fn) -> Callable[[], float]:
+        def timed() -> float:
+            model.embed_fn = embed_fn
+            return time_pass(run, graphed)
+
+        return timed
+
+    best = compare({"fused": timer(fused_fn), "pytorch": timer(analytic.embed_all)})
+    fused_ms, torch_ms = agree(torch.tensor([best["fused"], best["pytorch"]], device=pairs.rij.device)).tolist()
+    fused = fused_ms <= torch_ms
+    model.embed_fn = fused_fn if fused else analytic.embed_all
+    log.info("embedding net: %s (a force-training pass of one batch%s: fused Triton kernels %.3f ms, "
+             "PyTorch %.3f ms)", "fused Triton kernels" if fused else "PyTorch",
+             ", replayed from a CUDA graph" if graphed else "", fused_ms, torch_ms)
+    return fused
