@@ -111,7 +111,8 @@ def cap_memory(device, gib: float | None) -> float | None:
     total = torch.cuda.get_device_properties(device).total_memory
     if gib * 2**30 > total:
         raise ValueError(f"--memory-gib {gib}: more than the device's {total / 2**30:.1f} GiB")
-    torch.cuda.set_per_process_memory_fraction(gib * 2**30 / total, device)
+    index = device.index if device.index is not None else torch.cuda.current_device()  # 'cuda' has no index
+    torch.cuda.set_per_process_memory_fraction(gib * 2**30 / total, index)
     return gib
 
 

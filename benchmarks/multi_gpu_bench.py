@@ -29,6 +29,7 @@ valid_rmse_v_per_atom (those the data has). The case is then named NAME:bsB:fram
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
 import os
@@ -122,6 +123,8 @@ def run_worker(args: argparse.Namespace) -> None:
     from deeppot.train.trainer import RunOptions, Trainer, pick_device
 
     logging.basicConfig(level=logging.WARNING)
+    if args.hang_dump:  # a diagnosis: every thread's Python stack on stderr, then exit, if the case runs too long
+        faulthandler.dump_traceback_later(args.hang_dump, exit=True)
     info, rank_device = distributed.from_env(args.device)
     device = rank_device or pick_device(args.device)
     options = RunOptions(workdir=Path(tempfile.mkdtemp(prefix=f"mgpu-{args.name}-")), device=device, progress=False,
@@ -166,6 +169,7 @@ def launch(args: argparse.Namespace, name: str, gpus: int, batch: int) -> dict:
     worker += ["--device", args.device] if args.device else []
     worker += ["--precision", args.precision] if args.precision else []
     worker += ["--eager"] if args.eager else []
+    worker += ["--hang-dump", str(args.hang_dump)] if args.hang_dump else []
     if gpus == 1:  # the one-process path: no torchrun, no process group
         cmd = [sys.executable, *worker]
     else:
@@ -174,7 +178,7 @@ def launch(args: argparse.Namespace, name: str, gpus: int, batch: int) -> dict:
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     found = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode != 0 or not found:
-        return {"case": case_name(name, batch, args.frames), "gpus": gpus, "error": (proc.stdout + proc.stderr)[-3000:]}
+        return {"case": case_name(name, batch, args.frames), "gpus": gpus, "error": (proc.stdout + proc.stderr)[-12000:]}
     return json.loads(found[-1][len("RESULT "):])
 
 
@@ -194,6 +198,8 @@ def main() -> None:
                         help="accuracy mode: total frames seen over all ranks (replaces --steps), then validate")
     parser.add_argument("--valid-frames", type=int, default=0,
                         help="with --frames: validation frames tested per system (default 0 = all)")
+    parser.add_argument("--hang-dump", type=float, default=None, metavar="S",
+                        help="diagnosis: a rank still running after S seconds prints its threads' stacks and exits")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--name", help=argparse.SUPPRESS)
     args = parser.parse_args()
