@@ -129,6 +129,7 @@ def run_worker(args: argparse.Namespace) -> None:
     device = rank_device or pick_device(args.device)
     options = RunOptions(workdir=Path(tempfile.mkdtemp(prefix=f"mgpu-{args.name}-")), device=device, progress=False,
                          cuda_graph=False if args.eager else None, dist=info)
+    trainer = None
     try:
         config = make_config(args)
         trainer = Trainer(config, options)
@@ -155,6 +156,8 @@ def run_worker(args: argparse.Namespace) -> None:
             print("RESULT " + json.dumps(result), flush=True)
         distributed.barrier(info)  # as the CLI: no rank destroys the group while another still uses it
     finally:
+        if trainer is not None:
+            trainer.release_graphs()  # as the CLI: captured NCCL all-reduces would hang destroy_process_group
         distributed.shutdown(info)
 
 
@@ -178,7 +181,8 @@ def launch(args: argparse.Namespace, name: str, gpus: int, batch: int) -> dict:
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     found = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode != 0 or not found:
-        return {"case": case_name(name, batch, args.frames), "gpus": gpus, "error": (proc.stdout + proc.stderr)[-12000:]}
+        output = proc.stdout + proc.stderr
+        return {"case": case_name(name, batch, args.frames), "gpus": gpus, "error": output[-12000:]}
     return json.loads(found[-1][len("RESULT "):])
 
 

@@ -38,6 +38,7 @@ def _train(args: argparse.Namespace) -> None:
     if ranks.enabled:
         log.info("data-parallel training: %d ranks (this is rank %d)", ranks.world_size, ranks.rank)
     log.info("training on %s", options.device)
+    trainer = None
     try:
         trainer = Trainer(config, options)
         if ranks.is_main:
@@ -50,6 +51,8 @@ def _train(args: argparse.Namespace) -> None:
         trainer.run()
         distributed.barrier(ranks)  # no rank tears down gloo's connections while another still uses them
     finally:
+        if trainer is not None:
+            trainer.release_graphs()  # before the NCCL group goes: its captured all-reduce would hang it
         distributed.shutdown(ranks)
 
 

@@ -7,6 +7,7 @@ schedule, metrics stay on the device and are read only on display steps.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import math
 import sys
@@ -297,6 +298,16 @@ class Trainer:
         log.info("restarting from %s at step %d", path, self.start_step)
 
     # ---- the loop ------------------------------------------------------------------------------------------
+
+    def release_graphs(self) -> None:
+        """Free the captured CUDA graphs; later steps run eagerly. Must come before an NCCL process group is
+        destroyed: destroy_process_group waits forever while graphs holding its captured all-reduce are alive
+        (seen on 2 H200s, torch 2.11, NCCL 2.28)."""
+        if self.graphed is None and self.graphed_valid is None:
+            return
+        self.graphed = self.graphed_valid = None
+        gc.collect()  # a replayer and the trainer refer to each other
+        torch.cuda.synchronize(self.opt.device)
 
     def step(self, step: int) -> dict[str, torch.Tensor]:
         """One optimisation step (0-based `step`); returns the (last accumulated) batch metrics from before the

@@ -92,3 +92,18 @@ def test_fused_kernels_train_like_the_plain_path(tmp_path, precision, tf32, type
             # float32: summation order differs, and compounds over steps; TF32 rounds GEMM inputs
             tol = 1e-9 if precision == "float64" else 2e-2 if tf32 else 2e-3
             torch.testing.assert_close(m_fused[key], m_plain[key], rtol=tol, atol=0)
+
+
+def test_released_graphs_leave_an_eager_trainer(tmp_path):
+    """release_graphs (called before an NCCL group is destroyed) frees the graphs; the trainer steps on, eagerly,
+    exactly as a trainer that never captured."""
+    config = tiny_input([small_system(tmp_path, "a", nframes=4)], None, steps=6)
+    graphed, eager = trainer(config, tmp_path / "graph", True), trainer(config, tmp_path / "eager", False)
+    for step in range(3):
+        graphed.step(step), eager.step(step)
+    graphed.release_graphs()
+    assert graphed.graphed is None and graphed.graphed_valid is None
+    for step in range(3, 6):
+        m_graph, m_eager = graphed.step(step), eager.step(step)
+        for key in m_eager:
+            torch.testing.assert_close(m_graph[key], m_eager[key], rtol=1e-7, atol=0)
