@@ -116,7 +116,11 @@ def run_case(args: argparse.Namespace) -> dict:
     device = torch.device("cuda")
     options = RunOptions(workdir=workdir, device=device, cuda_graph=case["graph"], progress=False,
                          fused_kernels=case["fused"], tf32=case["tf32"])
+    torch.cuda.init()  # the CUDA context apart from the trainer's set-up, for the start-up breakdown
+    t_ready = time.time()
     trainer = Trainer(config, options)
+    torch.cuda.synchronize()
+    t_built = time.time()
     starts: list = []
     first_step_done: list[float] = []
     real_step = trainer.step
@@ -164,6 +168,10 @@ def run_case(args: argparse.Namespace) -> dict:
             "ms_per_step": round(ms, 4) if ms else None, **throughput(config, trainer, case, ms),
             "wall_ms_per_step": round(1e3 * loop_wall / steps, 4),
             "launch_to_first_step_s": round(first_step_done[0] - t_launch, 2),
+            # where the start-up goes: interpreter, imports and the CUDA context; the trainer's set-up (data,
+            # statistics, kernel choice, graph capture); the first step (first-use compiles, replays)
+            "startup_s": {"imports_and_cuda_init": round(t_ready - t_launch, 2), "trainer": round(t_built - t_ready, 2),
+                          "first_step": round(first_step_done[0] - t_built, 2)},
             "peak_mem_MiB": round(torch.cuda.max_memory_allocated() / 2**20, 1),
             "final": {k: last[k] for k in last if k.startswith(("rmse_e", "rmse_f", "rmse_v"))},
             "dp_test_validation": full_valid,

@@ -106,11 +106,13 @@ def average_gradients(params: list[torch.nn.Parameter], world_size: int) -> None
             p.grad = torch.zeros_like(p)
         by_dtype.setdefault(p.dtype, []).append(p)
     for group in by_dtype.values():
-        flat = torch.cat([p.grad.reshape(-1) for p in group])
+        grads = [p.grad for p in group]
+        flat = torch.cat([g.reshape(-1) for g in grads])
         dist.all_reduce(flat)
         flat.div_(world_size)
-        for p, part in zip(group, flat.split([p.numel() for p in group]), strict=True):
-            p.grad.copy_(part.view_as(p.grad))
+        # one multi-tensor copy back instead of a copy kernel per parameter (tens of launches in a 2 ms step)
+        torch._foreach_copy_(grads, [part.view_as(g) for g, part in zip(grads, flat.split([g.numel() for g in grads]),
+                                                                        strict=True)])
 
 
 def sum_over_ranks(values: torch.Tensor) -> torch.Tensor:
