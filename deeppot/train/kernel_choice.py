@@ -18,6 +18,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from deeppot.train.graph_step import batch_shapes
+
 log = logging.getLogger(__name__)
 
 ROUNDS = 2  # each embedding is timed this many times, alternating, to even out clock and cache effects
@@ -101,3 +103,12 @@ def choose_embedding(model, pairs, tf32: bool, graphed: bool,
              "PyTorch %.3f ms)", "fused Triton kernels" if fused else "PyTorch",
              ", replayed from a CUDA graph" if graphed else "", fused_ms, torch_ms)
     return fused
+
+
+def choose_for_sampler(model, sampler, graphed: bool, agree: Callable[[Tensor], Tensor] = lambda t: t) -> bool:
+    """choose_embedding on the largest batch (atoms x frames) that the training sampler can draw."""
+    store_id, frames = max(batch_shapes(sampler), key=lambda s: sampler.stores[s[0]].natoms * len(s[1]))
+    store = sampler.stores[store_id]
+    store.build(frames)
+    pairs = store.gather(torch.as_tensor(frames, device=store.device)).pairs
+    return choose_embedding(model, pairs, tf32=False, graphed=graphed, agree=agree)

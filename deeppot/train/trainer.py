@@ -10,8 +10,6 @@ import contextlib
 import gc
 import logging
 import math
-import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +33,8 @@ from deeppot.train.distributed import (
     sum_over_ranks,
 )
 from deeppot.train.finetune import adjust_out_bias, copy_pretrained, finetune_model_section, load_pretrained
-from deeppot.train.lcurve import LcurveWriter, eta_seconds, format_eta, format_log_line
+from deeppot.train.kernel_choice import choose_for_sampler
+from deeppot.train.lcurve import LcurveWriter, format_eta, format_log_line
 from deeppot.train.loss import EnergyLoss
 from deeppot.train.lr import build_lr
 from deeppot.train.memory import (
@@ -46,6 +45,7 @@ from deeppot.train.memory import (
     use_cuda_graph,
 )
 from deeppot.train.neighbor_stat import resolve_sel
+from deeppot.train.progress import Clock, Progress
 
 log = logging.getLogger("deeppot")
 
@@ -137,7 +137,7 @@ class Trainer:
                                     "--fused-kernels off")
             return
         if options.fused_kernels is None and not options.tf32 and not self.memory.bf16:
-            self._time_embedding_kernels(use_graph)
+            choose_for_sampler(self.model, self.train_data, graphed=use_graph, agree=sum_over_ranks)
             return
         fused = self.model.use_fused_kernels(options.device, tf32=options.tf32)
         if options.tf32 and not fused:
@@ -145,17 +145,6 @@ class Trainer:
                                 "(they need 3 tanh layers and resnet_dt false) or Triton is missing")
         log.info("embedding net: %s", "fused Triton kernels" + (" (TF32 GEMMs)" if options.tf32 else "")
                  if fused else "PyTorch (the fused kernels need 3 tanh layers, resnet_dt false and Triton)")
-
-    def _time_embedding_kernels(self, use_graph: bool) -> None:
-        """Keep the embedding that is faster on the largest batch the sampler draws (all ranks choose alike)."""
-        from deeppot.train.graph_step import batch_shapes
-        from deeppot.train.kernel_choice import choose_embedding
-
-        data = self.train_data
-        store_id, frames = max(batch_shapes(data), key=lambda s: data.stores[s[0]].natoms * len(s[1]))
-        data.stores[store_id].build(frames)
-        pairs = data.stores[store_id].gather(torch.as_tensor(frames, device=self.opt.device)).pairs
-        choose_embedding(self.model, pairs, tf32=False, graphed=use_graph, agree=sum_over_ranks)
 
     def _graph_replayers(self):
         """The CUDA-graph replayers of the training step and of validation (deeppot.train.graph_step)."""
@@ -350,8 +339,8 @@ class Trainer:
         main = self.opt.dist.is_main  # the other ranks only step: rank 0 displays, validates and saves
         lcurve = LcurveWriter(self.opt.workdir / tr["disp_file"], self.loss.metric_keys,
                               self.valid_data is not None, append=self.start_step > 0) if main else None
-        clock = _Clock(self.numb_steps, self.start_step)
-        progress = _Progress(self.numb_steps, self.opt.progress if main else False)
+        clock = Clock(self.numb_steps, self.start_step)
+        progress = Progress(self.numb_steps, self.opt.progress if main else False)
         with lcurve or contextlib.nullcontext():
             for step in range(self.start_step, self.numb_steps):
                 metrics = self.step(step)
@@ -371,7 +360,7 @@ class Trainer:
         if main:
             log.info("Trained model has been saved to: %s", self.ckpt.dir / f"{self.ckpt.name}.pt")
 
-    def _display(self, step: int, metrics: dict[str, torch.Tensor], lcurve: LcurveWriter, clock: _Clock) -> None:
+    def _display(self, step: int, metrics: dict[str, torch.Tensor], lcurve: LcurveWriter, clock: Clock) -> None:
         trn = self.loss.display(metrics)  # the one host sync of a display step
         self._check_finite(step, trn["rmse"])
         val = self._validate(self.lr.value(step - 1)) if self.valid_data is not None else None
@@ -420,63 +409,6 @@ class Trainer:
                  "sampler": {"train": self.train_data.state_dict(),
                              "valid": self.valid_data.state_dict() if self.valid_data else None}}
         self.ckpt.save(step, state)
-
-
-class _Clock:
-    """Wall time per display interval, ETA and the final average time per batch."""
-
-    def __init__(self, numb_steps: int, start_step: int) -> None:
-        self.numb_steps, self.start_step = numb_steps, start_step
-        self.t0 = self.t_last = time.perf_counter()
-        self.last_step, self.first_interval_steps = start_step, None
-        self.t_first = None
-
-    def interval(self, step: int) -> tuple[float, int | None]:
-        now = time.perf_counter()
-        wall, steps = now - self.t_last, step - self.last_step
-        eta = eta_seconds(self.numb_steps, step, wall, steps) if self.last_step > self.start_step else None
-        if self.t_first is None and step > self.start_step + 1:
-            self.t_first, self.first_interval_steps = now, step - self.start_step
-        self.t_last, self.last_step = now, step
-        return wall, eta
-
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.t0
-
-    def report(self) -> None:
-        total = self.numb_steps - self.start_step
-        if self.t_first is not None and self.first_interval_steps < total:
-            per = (time.perf_counter() - self.t_first) / (total - self.first_interval_steps)
-            log.info("average training time: %.4f s/batch (%d batches excluded)", per, self.first_interval_steps)
-        elif total > 0:
-            log.info("average training time: %.4f s/batch", self.elapsed() / total)
-
-
-class _Progress:
-    """A one-line progress bar on a terminal, redrawn at most twice a second."""
-
-    def __init__(self, numb_steps: int, enabled: bool | None) -> None:
-        self.numb_steps = numb_steps
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self.t_draw = 0.0
-
-    def update(self, step: int, clock: _Clock) -> None:
-        now = time.perf_counter()
-        if not self.enabled or (now - self.t_draw < 0.5 and step < self.numb_steps):
-            return
-        self.t_draw = now
-        done = step - clock.start_step
-        rate = done / max(clock.elapsed(), 1e-9)
-        eta = (self.numb_steps - step) / rate if rate > 0 else 0.0
-        width = 30
-        filled = int(width * step / self.numb_steps)
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {step}/{self.numb_steps} "
-                         f"{rate:6.1f} steps/s  eta {time.strftime('%H:%M:%S', time.gmtime(eta))}")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
 
 
 def train(config: dict[str, Any], options: RunOptions) -> Trainer:

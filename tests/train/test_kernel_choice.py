@@ -86,3 +86,26 @@ def test_the_timed_pass_leaves_weights_and_grads_alone():
 def test_cli_fused_kernel_choice(argv, expected):
     args = build_parser().parse_args(["train", "input.json", *argv])
     assert _fused_choice(args) is expected
+
+
+def test_the_largest_batch_is_timed(tmp_path, monkeypatch):
+    """6 frames in batches of 4 give batches of 4 and of 2 frames: the choice is timed on a batch of 4."""
+    import copy
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_trainer import small_system, tiny_input
+
+    from deeppot.config.input import normalize_input
+    from deeppot.train.trainer import RunOptions, Trainer
+
+    config = tiny_input([small_system(tmp_path, "a", nframes=6)], None)
+    config["training"]["training_data"]["batch_size"] = 4
+    trainer = Trainer(normalize_input(copy.deepcopy(config)), RunOptions(workdir=tmp_path, device=torch.device("cpu"),
+                                                                        progress=False))
+    seen = []
+    monkeypatch.setattr(kernel_choice, "choose_embedding",
+                        lambda model, pairs, tf32, graphed, agree: seen.append((pairs.rij.shape[0], graphed)) or False)
+    assert kernel_choice.choose_for_sampler(trainer.model, trainer.train_data, graphed=True) is False
+    assert seen == [(4, True)]
