@@ -105,8 +105,15 @@ def choose_embedding(model, pairs, tf32: bool, graphed: bool,
     return fused
 
 
+def on_cuda(sampler) -> bool:
+    return sampler.stores[0].device.type == "cuda"
+
+
 def choose_for_sampler(model, sampler, graphed: bool, agree: Callable[[Tensor], Tensor] = lambda t: t) -> bool:
-    """choose_embedding on the largest batch (atoms x frames) that the training sampler can draw."""
+    """choose_embedding on the largest batch (atoms x frames) that the training sampler can draw; on CUDA
+    devices only (the Triton interpreter, TRITON_INTERPRET=1 in tests, runs the kernels on a CPU, but not fast)."""
+    if not on_cuda(sampler):
+        return False
     store_id, frames = max(batch_shapes(sampler), key=lambda s: sampler.stores[s[0]].natoms * len(s[1]))
     store = sampler.stores[store_id]
     store.build(frames)

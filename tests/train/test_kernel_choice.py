@@ -65,10 +65,12 @@ def test_ranks_decide_on_combined_timings(monkeypatch, model_with_stand_in_kerne
     assert not kept and model.embed_fn is analytic.embed_all
 
 
-def test_no_fused_kernels_on_the_cpu():
-    model = make_model(resnet_dt=False)
-    assert not kernel_choice.choose_embedding(model, pairs_of(model), tf32=False, graphed=False)
-    assert model.embed_fn is analytic.embed_all
+def test_no_fused_kernels_on_the_cpu(tmp_path, monkeypatch):
+    """Not even when the Triton interpreter could run them (TRITON_INTERPRET=1, as the kernel tests set it)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    trainer = small_trainer(tmp_path, batch_size=1)
+    assert not kernel_choice.choose_for_sampler(trainer.model, trainer.train_data, graphed=False)
+    assert trainer.model.embed_fn is analytic.embed_all
 
 
 def test_the_timed_pass_leaves_weights_and_grads_alone():
@@ -88,8 +90,8 @@ def test_cli_fused_kernel_choice(argv, expected):
     assert _fused_choice(args) is expected
 
 
-def test_the_largest_batch_is_timed(tmp_path, monkeypatch):
-    """6 frames in batches of 4 give batches of 4 and of 2 frames: the choice is timed on a batch of 4."""
+def small_trainer(tmp_path, batch_size: int):
+    """A CPU trainer on 6 frames of the water example (tests/train/test_trainer.py's tiny input)."""
     import copy
     import sys
     from pathlib import Path
@@ -101,11 +103,18 @@ def test_the_largest_batch_is_timed(tmp_path, monkeypatch):
     from deeppot.train.trainer import RunOptions, Trainer
 
     config = tiny_input([small_system(tmp_path, "a", nframes=6)], None)
-    config["training"]["training_data"]["batch_size"] = 4
-    trainer = Trainer(normalize_input(copy.deepcopy(config)), RunOptions(workdir=tmp_path, device=torch.device("cpu"),
-                                                                        progress=False))
+    config["training"]["training_data"]["batch_size"] = batch_size
+    return Trainer(normalize_input(copy.deepcopy(config)), RunOptions(workdir=tmp_path, device=torch.device("cpu"),
+                                                                     progress=False))
+
+
+def test_the_largest_batch_is_timed(tmp_path, monkeypatch):
+    """6 frames in batches of 4 give batches of 4 and of 2 frames: the choice is timed on a batch of 4 (the
+    CPU device check stood in for, since the timing itself needs CUDA)."""
+    trainer = small_trainer(tmp_path, batch_size=4)
     seen = []
     monkeypatch.setattr(kernel_choice, "choose_embedding",
                         lambda model, pairs, tf32, graphed, agree: seen.append((pairs.rij.shape[0], graphed)) or False)
+    monkeypatch.setattr(kernel_choice, "on_cuda", lambda sampler: True)
     assert kernel_choice.choose_for_sampler(trainer.model, trainer.train_data, graphed=True) is False
     assert seen == [(4, True)]
