@@ -8,6 +8,7 @@ file is ours if it has "model" and "config" keys and DeePMD-kit's if its tensors
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,23 @@ def load_model(path: str | Path, device: str | torch.device = "cpu") -> EnergyMo
         return load_torch_model(path if path.suffix else path.with_suffix(".pt")).to(device)
     raise ValueError(f"{path}: unknown model format {path.suffix!r}; deeppot reads .dp, .yaml and .pt checkpoints "
                      "(its own and DeePMD-kit's; convert other DeePMD-kit files with `dp convert-backend IN model.dp`)")
+
+
+def cast_model(model: EnergyModel, precision: str) -> EnergyModel:
+    """The same model in another precision ("float32" or "float64"): weights, statistics and compression tables
+    rounded to it, built the way a .dp file is read (so nothing the format carries is lost)."""
+    if precision not in ("float32", "float64"):
+        raise ValueError(f"precision {precision!r}: use float32 or float64")
+    data = model_to_dict(model)
+    for part in ("descriptor", "fitting"):
+        data[part]["precision"] = precision
+    cast = model_from_dict(data)
+    cast.min_nbor_dist.copy_(model.min_nbor_dist)
+    if model.config is not None:
+        cast.config = copy.deepcopy(model.config)
+        for part in ("descriptor", "fitting_net"):
+            cast.config.setdefault(part, {})["precision"] = precision
+    return cast.to(model.min_nbor_dist.device)
 
 
 def load_dp_model(path: str | Path) -> EnergyModel:
