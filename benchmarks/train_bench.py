@@ -96,31 +96,63 @@ def step_gflop(config: dict, natoms: int, batch: int) -> float:
 
 def run_case(args: argparse.Namespace) -> dict:
     """Inside the child process: train one case and measure it."""
-    import numpy as np
     import torch
 
-    from deeppot.model import analytic
-    from deeppot.train.lcurve import read_lcurve
     from deeppot.train.trainer import RunOptions, Trainer
 
     t_launch = float(os.environ[T_LAUNCH_ENV])
-    if os.environ.get("DEEPPOT_BENCH_EMBED_TILE"):  # BLOCK_J:num_warps of the fused kernels, for tuning runs
-        from deeppot.kernels import embedding
-
-        block, warps = os.environ["DEEPPOT_BENCH_EMBED_TILE"].split(":")
-        embedding.BLOCK_J, embedding.NUM_WARPS = int(block), int(warps)
+    set_embed_tile()
     case = parse_case(args.case)
     steps = case["steps"] or args.steps
     workdir = Path(tempfile.mkdtemp(prefix=f"bench-{case['name']}-"))
     config = make_config(Path(args.inputs), Path(args.data), case, steps)
-    device = torch.device("cuda")
-    options = RunOptions(workdir=workdir, device=device, cuda_graph=case["graph"], progress=False,
+    options = RunOptions(workdir=workdir, device=torch.device("cuda"), cuda_graph=case["graph"], progress=False,
                          fused_kernels=case["fused"], tf32=case["tf32"])
     torch.cuda.init()  # the CUDA context apart from the trainer's set-up, for the start-up breakdown
     t_ready = time.time()
     trainer = Trainer(config, options)
     torch.cuda.synchronize()
     t_built = time.time()
+    if args.profile:
+        from deeppot.train.profile import profile_training
+
+        print(profile_training(trainer, trace=workdir / "timeline.json"), flush=True)
+        return {"case": args.case, "profiled": True}
+    starts, first_step_done, loop_wall = timed_run(trainer)
+    ms = median_step_ms(starts, config["training"], steps)
+    # where the start-up goes: interpreter, imports and the CUDA context; the trainer's set-up (data, statistics,
+    # kernel choice, graph capture); the first step (first-use compiles, replays)
+    startup = {"imports_and_cuda_init": round(t_ready - t_launch, 2), "trainer": round(t_built - t_ready, 2),
+               "first_step": round(first_step_done - t_built, 2)}
+    return {"case": args.case, "steps": steps, "cuda_graph": case["graph"], "fused_kernels": uses_kernels(trainer),
+            "ms_per_step": round(ms, 4) if ms else None, **throughput(config, trainer, case, ms),
+            "wall_ms_per_step": round(1e3 * loop_wall / steps, 4),
+            "launch_to_first_step_s": round(first_step_done - t_launch, 2), "startup_s": startup,
+            "peak_mem_MiB": round(torch.cuda.max_memory_allocated() / 2**20, 1),
+            **accuracy(args, trainer, config["training"], workdir),
+            "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
+
+
+def set_embed_tile() -> None:
+    """DEEPPOT_BENCH_EMBED_TILE=BLOCK_J:num_warps sets the fused kernels' tile, for tuning runs."""
+    if os.environ.get("DEEPPOT_BENCH_EMBED_TILE"):
+        from deeppot.kernels import embedding
+
+        block, warps = os.environ["DEEPPOT_BENCH_EMBED_TILE"].split(":")
+        embedding.BLOCK_J, embedding.NUM_WARPS = int(block), int(warps)
+
+
+def uses_kernels(trainer) -> bool:
+    from deeppot.model import analytic
+
+    return trainer.model.embed_fn is not analytic.embed_all
+
+
+def timed_run(trainer) -> tuple[list, float, float]:
+    """trainer.run() with a CUDA event at the start of every step: the events, the wall time at which the first
+    step was done, the loop's wall seconds."""
+    import torch
+
     starts: list = []
     first_step_done: list[float] = []
     real_step = trainer.step
@@ -135,47 +167,41 @@ def run_case(args: argparse.Namespace) -> dict:
             first_step_done.append(time.time())
         return metrics
 
-    if args.profile:
-        from deeppot.train.profile import profile_training
-
-        print(profile_training(trainer, trace=workdir / "timeline.json"), flush=True)
-        return {"case": args.case, "profiled": True}
     trainer.step = timed_step
     torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
     trainer.run()
     torch.cuda.synchronize()
-    loop_wall = time.perf_counter() - t0
-    tr = config["training"]
-    skip = {s for s in range(steps) if (s + 1) % tr["disp_freq"] == 0 or s == 0 or (s + 1) % tr["save_freq"] == 0
-            or s + 2 == steps}  # the step after a display starts late by the display's host work
+    return starts, first_step_done[0], time.perf_counter() - t0
+
+
+def median_step_ms(starts: list, training: dict, steps: int) -> float | None:
+    """The median interval between step starts, display and checkpoint steps (and the warm-up) left out."""
+    import numpy as np
+
+    skip = {s for s in range(steps) if (s + 1) % training["disp_freq"] == 0 or s == 0
+            or (s + 1) % training["save_freq"] == 0 or s + 2 == steps}  # a display delays the next step's start
     warm = min(50, steps // 10)
     gaps = [starts[i].elapsed_time(starts[i + 1]) for i in range(warm, steps - 1)
             if i not in skip and i + 1 not in skip]
-    curve = read_lcurve(workdir / tr["disp_file"])
-    last = {k: float(v[-1]) for k, v in curve.items()}
+    return float(np.median(gaps)) if gaps else None
+
+
+def accuracy(args: argparse.Namespace, trainer, training: dict, workdir: Path) -> dict:
+    """The last lcurve RMSEs and, with --test, the final model on every validation frame (as `dp test`)."""
+    from deeppot.train.lcurve import read_lcurve
+
+    last = {k: float(v[-1]) for k, v in read_lcurve(workdir / training["disp_file"]).items()}
     full_valid = None
-    if args.test and tr.get("validation_data"):  # the final model on every validation frame, like `dp test`
+    if args.test and training.get("validation_data"):
         from deeppot.data import find_systems
         from deeppot.evaluate import run_test
 
-        report = run_test(trainer.model, find_systems(tr["validation_data"]["systems"]), log=lambda *a: None)
+        report = run_test(trainer.model, find_systems(training["validation_data"]["systems"]), log=lambda *a: None)
         full_valid = {k: report.weighted[k] for k in ("rmse_e_per_atom", "rmse_f", "rmse_v_per_atom")
                       if k in report.weighted}
-    fused = trainer.model.embed_fn is not analytic.embed_all
-    ms = float(np.median(gaps)) if gaps else None
-    return {"case": args.case, "steps": steps, "cuda_graph": case["graph"], "fused_kernels": fused,
-            "ms_per_step": round(ms, 4) if ms else None, **throughput(config, trainer, case, ms),
-            "wall_ms_per_step": round(1e3 * loop_wall / steps, 4),
-            "launch_to_first_step_s": round(first_step_done[0] - t_launch, 2),
-            # where the start-up goes: interpreter, imports and the CUDA context; the trainer's set-up (data,
-            # statistics, kernel choice, graph capture); the first step (first-use compiles, replays)
-            "startup_s": {"imports_and_cuda_init": round(t_ready - t_launch, 2), "trainer": round(t_built - t_ready, 2),
-                          "first_step": round(first_step_done[0] - t_built, 2)},
-            "peak_mem_MiB": round(torch.cuda.max_memory_allocated() / 2**20, 1),
-            "final": {k: last[k] for k in last if k.startswith(("rmse_e", "rmse_f", "rmse_v"))},
-            "dp_test_validation": full_valid,
-            "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
+    return {"final": {k: last[k] for k in last if k.startswith(("rmse_e", "rmse_f", "rmse_v"))},
+            "dp_test_validation": full_valid}
 
 
 def throughput(config: dict, trainer, case: dict, ms: float | None) -> dict:
