@@ -166,7 +166,9 @@ def test_identical_models_give_zero_deviation() -> None:
     devi = model_deviation([make_model(0), make_model(0)], coord, box, atype, atomic=True, device="cpu")
     assert devi.shape == (5, 8 + 6)
     np.testing.assert_array_equal(devi[:, 0], np.arange(5))
-    assert np.all(devi[:, 1:] == 0.0)
+    # zero up to rounding: the two models' stacked (vmapped) evaluation need not round identically per model
+    # (seen here: virial deviations of 5e-21 eV on this CPU's torch 2.13 build)
+    np.testing.assert_allclose(devi[:, 1:], 0.0, rtol=0, atol=1e-13)
 
 
 def scaled(model: EnergyModel, c: float) -> EnergyModel:
