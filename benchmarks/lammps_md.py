@@ -148,9 +148,10 @@ def run_lammps(args: argparse.Namespace) -> None:
     for data in sorted(work.glob("water_*.data"), key=lambda p: int(p.stem.split("_")[1])):
         try:
             row = lammps_speed(args, work, data)
-        except Exception as error:
+        except Exception as error:  # e.g. out of memory inside DeePMD-kit: its first and last lines say which
+            text = str(error)
             row = {"case": f"water:{args.dtype}:{data.stem.split('_')[1]}", "tool": "lammps+deepmd-kit",
-                   "error": str(error)[-500:]}
+                   "error": text if len(text) < 1200 else f"{text[:600]} ... {text[-600:]}"}
         print(json.dumps(row), flush=True)
 
 

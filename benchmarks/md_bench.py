@@ -6,7 +6,11 @@ weights in --dtype unless --model gives a trained one (random weights move the a
 count is not that of real water; the cost of a step is). Prints one JSON line per case:
   case "water:<dtype>:<atoms>", atoms, atom_steps_per_s, ms_per_step (mean over --steps after --warmup steps,
   synchronised), rebuilds (neighbour-list builds in the timed steps), replays (segments run twice because a
-  rebuild was due), peak_mem_MiB (torch.cuda.max_memory_allocated on a GPU; the process's peak RSS on a CPU), device.
+  rebuild was due), evaluations (model evaluations in the timed steps: steps + replayed + discarded ones),
+  eval_ms (median of 5 synchronised evaluations of the final neighbour list alone, in the same process) and
+  overhead (ms_per_step / eval_ms - 1: what the MD loop adds to the evaluation), peak_mem_MiB
+  (torch.cuda.max_memory_allocated on a GPU; the process's peak RSS on a CPU), device.
+With --profile DIR, torch.profiler's table of 5 further MD steps goes to DIR/md_profile_<case>.txt.
 
 With --devi N, instead of MD: the model deviation of N models of that shape (each its own random weights, or
 --model N times) at one configuration, as `deeppot md --devi-freq` computes it at its devi steps
@@ -16,7 +20,7 @@ path, case "water:<dtype>:devi<N>", "path" "sequential" (model after model, each
 --steps calls after --warmup calls (ms_min the fastest; the two paths' calls alternate; peak_mem_MiB is of both).
 
     python benchmarks/md_bench.py [--device cuda] [--sizes 192 1536 12288] [--dtype float32 float64]
-        [--steps 100] [--warmup 20] [--model model.dp] [--compress] [--devi 4]
+        [--steps 100] [--warmup 20] [--model model.dp] [--compress] [--sorted-nlist] [--devi 4]
         [--ase deeppot|deepmd [--peer-model model.pth]]
 """
 
@@ -25,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import time
 from pathlib import Path
 
@@ -75,19 +80,42 @@ def bench(natoms: int, dtype: str, args: argparse.Namespace) -> dict:
     if args.compress:
         compress_for(model, atoms)
     potential = md.DeepPotential([model], md.atom_types(atoms.get_chemical_symbols(), model.type_map),
-                                 skin=args.skin, device=device)
+                                 skin=args.skin, device=device, sort_neighbors=args.sorted_nlist)
     state = md.init(atoms, potential, temperature=300.0, seed=0)
     integrator = md.BussiNVT(dt=args.dt, temperature=300.0, tau=100.0)
     stepper = md.Stepper(potential)
     md.run(state, potential, integrator, args.warmup, max_temperature=math.inf, stepper=stepper)
-    builds, replays = potential.rebuilds, stepper.replays
+    builds, replays, evaluations = potential.rebuilds, stepper.replays, potential.evaluations
     seconds = timed(device, lambda: md.run(state, potential, integrator, args.steps, max_temperature=math.inf,
                                            stepper=stepper))
-    suffix = ":compressed" if args.compress else ""
-    return {"case": f"water:{dtype}:{len(atoms)}{suffix}", "atoms": len(atoms),
-            "atom_steps_per_s": round(len(atoms) * args.steps / seconds, 1),
-            "ms_per_step": round(1e3 * seconds / args.steps, 3), "rebuilds": potential.rebuilds - builds,
-            "replays": stepper.replays - replays, "peak_mem_MiB": peak_mib(device), "device": str(device)}
+    counts = {"rebuilds": potential.rebuilds - builds, "replays": stepper.replays - replays,
+              "evaluations": potential.evaluations - evaluations}
+    suffix = (":compressed" if args.compress else "") + (":sorted" if args.sorted_nlist else "")
+    case = f"water:{dtype}:{len(atoms)}{suffix}"
+    eval_ms = 1e3 * statistics.median(timed(device, lambda: potential.evaluators[0].evaluate_neighbors(
+        potential.flat)) for _ in range(5))
+    if args.profile:
+        profile(case, lambda: md.run(state, potential, integrator, 5, max_temperature=math.inf, stepper=stepper),
+                Path(args.profile))
+    ms_per_step = 1e3 * seconds / args.steps
+    return {"case": case, "atoms": len(atoms), "atom_steps_per_s": round(len(atoms) * args.steps / seconds, 1),
+            "ms_per_step": round(ms_per_step, 3), **counts, "eval_ms": round(eval_ms, 3),
+            "overhead": round(ms_per_step / eval_ms - 1, 3),
+            "peak_mem_MiB": peak_mib(device), "device": str(device)}
+
+
+def profile(case: str, work, folder: Path) -> None:
+    """torch.profiler's operator table of work() (CPU and CUDA times) to folder/md_profile_<case>.txt."""
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as prof:
+        work()
+        torch.cuda.synchronize() if torch.cuda.is_available() else None
+    key = "cuda_time_total" if torch.cuda.is_available() else "cpu_time_total"
+    folder.mkdir(parents=True, exist_ok=True)
+    table = prof.key_averages().table(sort_by=key, row_limit=40, max_name_column_width=70)
+    (folder / f"md_profile_{case.replace(':', '_')}.txt").write_text(table)
 
 
 def ase_calculator(kind: str, model: EnergyModel, device: torch.device, peer_model: str | None):
@@ -176,6 +204,10 @@ def main() -> None:
     parser.add_argument("--ase", choices=["deeppot", "deepmd"], default=None,
                         help="drive the NVT run with ASE and this tool's calculator (case water:<dtype>:<atoms>:ase)")
     parser.add_argument("--peer-model", default=None, help="with --ase deepmd: the model file DeePMD-kit loads")
+    parser.add_argument("--sorted-nlist", action="store_true",
+                        help="sort each neighbour row by distance at every step (DeePMD's slot order; case suffix "
+                             ":sorted) instead of the unsorted update MD uses")
+    parser.add_argument("--profile", metavar="DIR", help="write torch.profiler's table of 5 more steps per case")
     parser.add_argument("--devi", type=int, default=0, metavar="N",
                         help="time the model deviation of N models (sequential and batched) instead of MD")
     args = parser.parse_args()

@@ -6,7 +6,8 @@ per case with case, atoms, build_ms, update_ms, peak_mem_MiB, device, tool, and:
   tool "deeppot-skin": SkinNeighborList (rcut 6, sel [46, 92], skin 2); build_ms = `build` (cell list of radius
       rcut + skin, ghosts, candidates); update_ms = `update` after moves below skin / 2 (ghosts from owner + shift,
       re-selection of the DeePMD list), eagerly; update_graph_ms = the same replayed from a CUDA graph (GPU only);
-      pairs = pairs within rcut in the list.
+      update_unsorted_ms = `update` of a list built with sort=False (every neighbour within rcut in candidate
+      order, what MD uses); pairs = pairs within rcut in the list.
   tool "deeppot-cell" (--cell): build_neighbor_data(method="cell") at rcut, what a step without a skin pays;
       build_ms only.
   tool "vesin-torch" (--vesin): vesin's full neighbour list (i, j, shift) with cutoff rcut on the same device;
@@ -126,7 +127,10 @@ def bench_skin(coord, atype, box, args) -> dict:
     moved = small_moves(coord, 0.45 * args.skin)
     update_ms = timed(lambda: nl.update(moved), args.repeats, device)
     data = nl.update(moved)
+    unsorted = SkinNeighborList(args.rcut, args.sel, args.skin, sort=False)
+    unsorted.build(coord, atype, box, check_overflow=False)
     result = {"build_ms": round(build_ms, 3), "update_ms": round(update_ms, 3),
+              "update_unsorted_ms": round(timed(lambda: unsorted.update(moved), args.repeats, device), 3),
               "pairs": int((data.nlist >= 0).sum()), "capacity": nl.capacity,
               "rebuild_needed": bool(nl.needs_rebuild(moved))}
     if device.type == "cuda" and not args.no_graph:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,10 +39,10 @@ from torch import Tensor
 from deeppot.nlist import NeighborData
 from deeppot.nlist.cell_list import build_cell_list
 from deeppot.nlist.ghosts import as_box, frac_to_cart
-from deeppot.nlist.selection import distance, warn_overflow
+from deeppot.nlist.selection import NeighborOverflowWarning, distance, warn_overflow
 
-__all__ = ["SkinNeighborList", "SkinReference", "default_capacity", "select_from_candidates", "spectral_norm_bound",
-           "split_by_type"]
+__all__ = ["SkinNeighborList", "SkinReference", "default_capacity", "select_from_candidates",
+           "select_in_candidate_order", "spectral_norm_bound", "split_by_type"]
 
 log = logging.getLogger(__name__)
 
@@ -97,12 +98,17 @@ class SkinNeighborList:
         capacity: per-type block widths of the cell list that finds the candidates (default `default_capacity`);
             a block that fills up at a build grows by 1.5x and the build is repeated. The stored rows are trimmed
             to the fullest one.
+        sort: True gives DeePMD's list (the nearest sum(sel), each block in ascending distance); False gives every
+            neighbour within rcut in candidate order (`select_in_candidate_order`): the same set while no type
+            exceeds its sel, so the same energies to rounding, without a sort per step (for MD). An overflow is
+            recorded on the device and warned of at the next build.
 
     Every build may change nall (ghosts come and go) and the candidate width, so a CUDA graph that captured
     `update` (and whatever consumes its output) is captured again after a build.
     """
 
-    def __init__(self, rcut: float, sel: Sequence[int], skin: float, capacity: Sequence[int] | None = None):
+    def __init__(self, rcut: float, sel: Sequence[int], skin: float, capacity: Sequence[int] | None = None,
+                 sort: bool = True):
         if not rcut > 0 or not skin >= 0 or len(sel) == 0 or min(sel) < 0:
             raise ValueError(f"expected rcut > 0, skin >= 0 and a non-empty sel of non-negative ints, got "
                              f"rcut={rcut}, skin={skin}, sel={sel}")
@@ -111,8 +117,10 @@ class SkinNeighborList:
             raise ValueError(f"capacity {capacity} must give one width >= sel[t] per type (sel {sel})")
         self.rcut, self.skin, self.sel = float(rcut), float(skin), list(sel)
         self.capacity = list(capacity) if capacity is not None else default_capacity(sel, rcut, skin)
+        self.sort = sort
         self.builds = 0  # how many times `build` ran
         self.ref: SkinReference | None = None
+        self.overflow: Tensor | None = None  # unsorted updates: whether a type exceeded its sel since the last build
 
     def build(self, coord: Tensor, atype: Tensor, box: Tensor | None = None, check_overflow: bool = True
               ) -> NeighborData:
@@ -133,6 +141,7 @@ class SkinNeighborList:
             raise ValueError(f"expected coord (nf, nloc, 3) and atype (nf, nloc), got {tuple(coord.shape)} and "
                              f"{tuple(atype.shape)}")
         boxes = None if box is None else as_box(box, coord.shape[0], coord.dtype).detach()
+        self._report_overflow()
         coord_ref = coord.detach()
         ext_coord, ext_atype, mapping, cand = self._candidates(coord_ref, atype, boxes)
         self.ref = make_reference(coord_ref, boxes, ext_coord, ext_atype, mapping, cand, self.sel)
@@ -167,9 +176,24 @@ class SkinNeighborList:
         """
         ref = self._reference(coord, box)
         ext_coord = extended_positions(ref, coord, self._box(coord, box))
-        nlist = select_from_candidates(ext_coord, ref.ext_atype, ref.candidates, ref.cand_type, self.rcut, ref.sel,
-                                       check_overflow)
+        if self.sort:
+            nlist = select_from_candidates(ext_coord, ref.ext_atype, ref.candidates, ref.cand_type, self.rcut,
+                                           ref.sel, check_overflow)
+        else:
+            nlist, over = select_in_candidate_order(ext_coord, ref.ext_atype, ref.candidates, ref.cand_type,
+                                                    self.rcut, ref.sel)
+            self.overflow = over if self.overflow is None else self.overflow | over
+            if check_overflow:
+                self._report_overflow()
         return NeighborData(ext_coord, ref.ext_atype, ref.mapping, nlist)
+
+    def _report_overflow(self) -> None:
+        """Warn when an unsorted update since the last report had more neighbours of a type than sel (host sync)."""
+        if self.overflow is not None and bool(self.overflow):
+            warnings.warn(f"neighbour list overflow: some atom had more neighbours of a type within rcut "
+                          f"{self.rcut} than sel {self.sel}; the unsorted list kept the lowest-index ones, not the "
+                          f"nearest (raise sel)", NeighborOverflowWarning, stacklevel=3)
+        self.overflow = None
 
     def needs_rebuild(self, coord: Tensor, box: Tensor | None = None) -> Tensor:
         """Whether the candidates may miss a neighbour at (coord, box): 0-dim bool on the device, no host sync.
@@ -178,6 +202,12 @@ class SkinNeighborList:
         the spectral norm), i.e. for a fixed box when an atom moved more than skin / 2 since the build. coord is
         unwrapped, so no minimum image is taken.
         """
+        return self.skin_used(coord, box) > 1
+
+    def skin_used(self, coord: Tensor, box: Tensor | None = None) -> Tensor:
+        """2 max|A_i| over its bound in `needs_rebuild` (0-dim, the largest over frames; no host sync): 0 at the
+        build, above 1 when a neighbour may be missed (inf when the strain alone uses the whole skin). For a fixed
+        box, the largest move since the build over skin / 2."""
         ref = self._reference(coord, box)
         move = coord.detach() - ref.coord  # (nf, nloc, 3)
         limit = torch.full((coord.shape[0],), self.skin / 2, dtype=coord.dtype, device=coord.device)
@@ -187,7 +217,8 @@ class SkinNeighborList:
             strain = spectral_norm_bound(ref.box_inv @ dbox)  # (nf,) >= |B^-1 dB|_2
             limit = ((1 - strain) * (self.rcut + self.skin) - self.rcut) / 2
         largest = torch.linalg.vector_norm(move, dim=-1).amax(dim=-1)  # (nf,)
-        return (largest > limit).any()
+        beyond = torch.where(largest > limit, float("inf"), 0.0)  # a bound of 0 or below: stale once anything moves
+        return torch.where(limit > 0, largest / limit.clamp(min=torch.finfo(limit.dtype).tiny), beyond).amax()
 
     def neighbors(self, coord: Tensor, atype: Tensor, box: Tensor | None = None) -> NeighborData:
         """`update`, after a `build` when there is none yet, the shapes changed or `needs_rebuild` says so.
@@ -329,15 +360,35 @@ def select_from_candidates(
         return nlist.masked_fill(virtual, -1)
 
 
-def split_by_type(idx: Tensor, itype: Tensor, sel: Sequence[int]) -> Tensor:
+def select_in_candidate_order(ext_coord: Tensor, ext_atype: Tensor, candidates: Tensor, cand_type: Tensor,
+                              rcut: float, sel: Sequence[int]) -> tuple[Tensor, Tensor]:
+    """Every candidate within rcut, per-type blocks in candidate order: `select_from_candidates` without its sort.
+
+    The energy is a sum over the slots of a block (whose statistics are the same for every slot), so while no
+    type exceeds its sel this list gives the energies of DeePMD's list to rounding. Arguments as
+    `select_from_candidates`. Returns nlist (nf, nloc, sum(sel)) and a 0-dim bool on the device: whether some row
+    had more neighbours of a type than its sel (it then keeps the lowest-index ones, not the nearest).
+    """
+    nf, nloc, ncand = candidates.shape
+    with torch.no_grad():
+        j = candidates.clamp(min=0)
+        nbr = torch.gather(ext_coord, 1, j.reshape(nf, -1, 1).expand(-1, -1, 3)).reshape(nf, nloc, ncand, 3)
+        within = (cand_type >= 0) & (distance(ext_coord[:, :nloc, None, :], nbr) <= rcut)
+        within &= (ext_atype[:, :nloc] >= 0)[..., None]  # virtual centres get an empty row
+        return split_by_type(j, torch.where(within, cand_type, -1), sel, overflow=True)
+
+
+def split_by_type(idx: Tensor, itype: Tensor, sel: Sequence[int], overflow: bool = False):
     """Distance-sorted neighbours -> per-type blocks, as `deeppot.nlist.selection.split_by_type` but sync-free (that
     one copies its slot layout from the host, a sync on a GPU) and without a sort: each entry's rank inside its type
     comes from a running count, and one scatter puts it in place.
 
     idx, itype: (..., k) int64 neighbours in ascending distance and their types (-1: dropped).
-    Returns (..., sum(sel)) int64: slot s of block t holds the s-th type-t entry of idx, or -1.
+    Returns (..., sum(sel)) int64: slot s of block t holds the s-th type-t entry of idx, or -1; with `overflow`
+    also a 0-dim bool tensor: whether some row had more type-t entries than sel[t] for some t.
     """
     nnei, k = sum(sel), idx.shape[-1]
+    over = torch.zeros((), dtype=torch.bool, device=idx.device)
     # Entries that get no slot go to columns of their own past nnei: the scatter then writes no place twice.
     pos = (nnei + torch.arange(k, device=idx.device)).expand(idx.shape)
     start = 0
@@ -345,6 +396,8 @@ def split_by_type(idx: Tensor, itype: Tensor, sel: Sequence[int]) -> Tensor:
         is_t = itype == t
         rank = torch.cumsum(is_t, dim=-1) - 1  # (..., k) rank of each type-t entry among type t
         pos = torch.where(is_t & (rank < width), start + rank, pos)
+        if overflow:
+            over = over | (rank[..., -1:] >= width).any()  # rank of the row's last entry = count - 1
         start += width
     out = idx.new_full((*idx.shape[:-1], nnei + k), -1).scatter_(-1, pos, idx)
-    return out[..., :nnei]
+    return (out[..., :nnei], over) if overflow else out[..., :nnei]

@@ -5,11 +5,12 @@
            callbacks=[md.ThermoWriter("thermo.out", every=100)])
 
 Host syncs. The loop never reads a device value back per step. The neighbour list is updated without a build
-step after step while the device records the first step that needed a rebuild (an atom moved more than skin / 2)
-and the state before it; that step number is read at the end of each segment of steps (`Stepper`). If there is
-one, the run goes back to it and runs it again with a rebuild, so the result is exactly that of a loop that checks
-every step, rebuilds included. Segments also end at every callback step, where the thermo values are read once
-for all callbacks, and the energy and temperature are checked at every segment end.
+step after step while the device records the first step that the rebuild rule of `Stepper` rebuilds (the step
+after one that used 90% of the skin, or one that used all of it) and the state before it; that step number is
+read at the end of each segment of steps. Segments are planned to end just before a rebuild; one that went past it
+goes back and runs that step again with a rebuild, so the result is exactly that of a loop that checks every step,
+rebuilds included. Segments also end at every callback step, where the thermo values are read once for all
+callbacks, and the energy and temperature are checked at every segment end.
 """
 
 from __future__ import annotations
@@ -72,57 +73,87 @@ def evaluate(potential: Potential, state: MDState, rebuild: bool) -> None:
     state.energy, state.forces, state.virial = potential.compute(state.positions, state.cell, rebuild)
 
 
-class Stepper:
-    """Runs segments of steps with sync-free neighbour updates; a segment in which some step needed a rebuild is
-    cut back to that step, which is run again with a rebuild.
+# A step is run with a fresh neighbour list when the step before it used this fraction of the skin (planned: the
+# segment ends there, no step is run twice), or when the step itself used all of it (found after the fact: the
+# segment is cut back to that step, which runs again). Planning a little early costs a few more builds, each far
+# cheaper than a step run twice and the steps after it thrown away.
+NEAR = 0.9
 
-    During a segment two things are tracked on the device: `first`, the first step whose neighbour data may be
-    incomplete (-1: none), and a copy of the state before that step (`torch.where` on the moving tensors); the
-    generator state before each step is kept on the host (no sync). One host read of `first` ends the segment.
-    Segment lengths (`next_stop`) follow the last gap between rebuilds: one segment to 3/4 of the expected gap, then
-    segments of 1/8 of it, so a rebuild costs about three reads and one step run twice; before the first gap is
-    known, segments double from `interval`. At most `max_interval` steps a segment.
+
+class Stepper:
+    """Runs segments of steps with sync-free neighbour updates; one host read ends each segment.
+
+    The rule (a function of the trajectory alone, so a restart repeats it): step s is run with a rebuilt list when
+    skin_used(s - 1) >= NEAR or skin_used(s) > 1 (`Potential.skin_used`: 0 at a build, > 1 when the list may miss
+    a pair). During a segment the device tracks `first`, the first step the rule rebuilds (-1: none), and a copy of
+    the state before it (`torch.where` on the moving tensors); the generator state before each step is kept on the
+    host (no sync). The read at the segment's end gives `first`, whether the last step reached NEAR (then the next
+    step rebuilds) and its skin_used. Segment lengths extrapolate skin_used linearly from the last build to NEAR,
+    (3/4 of the way, then closer at each read), so a segment usually ends on the step before a rebuild; a `first`
+    inside the segment cuts it back (a replay).
+    The rate is measured from the last build (or the first read of a new stepper); until a read measures it,
+    segments double from `interval`. At most `max_interval` steps a segment.
     """
 
     def __init__(self, potential: Potential, interval: int = 4, max_interval: int = 100) -> None:
         self.potential, self.interval, self.max_interval = potential, interval, max_interval
-        self.host_reads = 0  # reads of `first`: one per segment
-        self.replays = 0  # segments cut back to a step that needed a rebuild
+        self.host_reads = 0  # reads at segment ends
+        self.replays = 0  # segments cut back to a step that the rule rebuilds
         self.last_build: int | None = None
-        self.gap: int | None = None  # steps between the last two rebuilds
+        self.anchor: tuple[int, float] | None = None  # (step, skin_used): the last build's, or the first read's
+        self.rate: float | None = None  # skin_used per step since the anchor, at the last read
+        self.rebuild_next: bool | None = None  # None: not known yet (a new stepper, e.g. after a restart)
 
     def next_stop(self, step: int) -> int:
         """Where the segment starting at `step` should end."""
-        if self.gap is None:
-            return step + self.interval
-        quiet = self.last_build + (3 * self.gap) // 4  # a rebuild is unlikely before this step
-        length = quiet - step if step < quiet else max(1, self.gap // 8)
-        return step + min(length, self.max_interval)
+        if self.rebuild_next or self.rate is None:
+            return step + (1 if self.rebuild_next else self.interval)
+        used = self.anchor[1] + self.rate * (step - self.anchor[0])
+        # 3/4 of the way to NEAR: the read there refines the rate, so segments close in on the rebuild step
+        ahead = int(0.75 * (NEAR - used) / self.rate) if self.rate > 0 else self.max_interval
+        return step + max(1, min(ahead, self.max_interval))
 
     def advance(self, state: MDState, integrator: VelocityVerlet, stop: int) -> None:
-        """Steps towards step `stop` (stopping early after a rebuild), with results equal to checking the neighbour
-        list at every step."""
+        """Steps towards step `stop` (stopping early after a rebuild), following the rebuild rule above."""
+        if self.rebuild_next is None:  # the step before this one decides (one read)
+            used = float(self.potential.skin_used(state.positions, state.cell))
+            self.rebuild_next, self.anchor = used >= NEAR, self.anchor or (state.step, used)
+        if self.rebuild_next:
+            self._step_with_build(state, integrator)
+            return
         start, rng = state.step, []
         first = torch.full((), -1, dtype=torch.int64, device=state.device)
+        near = torch.zeros((), dtype=torch.bool, device=state.device)  # the last step reached NEAR
+        used = torch.zeros((), dtype=state.positions.dtype, device=state.device)
         kept = state.moving()
 
         def optimistic(s: MDState) -> None:
-            nonlocal first
-            first = torch.where((first < 0) & self.potential.stale(s.positions, s.cell), s.step, first)
+            nonlocal first, near, used
+            used = self.potential.skin_used(s.positions, s.cell)
+            first = torch.where((first < 0) & (near | (used > 1)), s.step, first)
+            near = used >= NEAR
             evaluate(self.potential, s, rebuild=False)
 
         while state.step < stop:
-            fresh = first < 0  # no stale step yet: the state before this step may be the one to go back to
+            fresh = first < 0  # no rebuild due yet: the state before this step may be the one to go back to
             kept = {name: torch.where(fresh, value, kept[name]) for name, value in state.moving().items()}
             rng.append(state.generator.get_state())
             integrator.step(state, optimistic)
             state.step += 1
         self.host_reads += 1
-        step = int(first)  # the one host read of the segment
-        if step < 0:
-            self.interval = min(2 * self.interval, self.max_interval)
+        step, last_near, last_used = torch.stack([first.to(used.dtype), near.to(used.dtype), used]).tolist()
+        if step >= 0:
+            self._rebuild_step(state, integrator, int(step), kept, rng[int(step) - start])
             return
-        self._rebuild_step(state, integrator, step, kept, rng[step - start])
+        self.rebuild_next = bool(last_near)
+        self.interval = min(2 * self.interval, self.max_interval)
+        if state.step > self.anchor[0]:
+            self.rate = (last_used - self.anchor[1]) / (state.step - self.anchor[0])
+
+    def _step_with_build(self, state: MDState, integrator: VelocityVerlet) -> None:
+        integrator.step(state, lambda s: evaluate(self.potential, s, rebuild=True))
+        self._built(state.step)
+        state.step += 1
 
     def _rebuild_step(self, state: MDState, integrator: VelocityVerlet, step: int, kept: dict, rng: Tensor) -> None:
         """Go back to the state before `step` and run that step with a neighbour-list build."""
@@ -130,12 +161,13 @@ class Stepper:
             setattr(state, name, value)
         state.step = step
         state.generator.set_state(rng)
-        integrator.step(state, lambda s: evaluate(self.potential, s, rebuild=True))
-        state.step += 1
         self.replays += 1
-        if self.last_build is not None:
-            self.gap = step - self.last_build
-        self.last_build = step
+        self._step_with_build(state, integrator)
+
+    def _built(self, step: int) -> None:
+        if self.last_build is not None:  # until a read measures it, the last gap gives the rate
+            self.rate = NEAR / max(step - self.last_build, 1)
+        self.last_build, self.anchor, self.rebuild_next = step, (step, 0.0), False
 
 
 def run(state: MDState, potential: Potential, integrator: VelocityVerlet, steps: int,

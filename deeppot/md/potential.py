@@ -4,7 +4,8 @@ The interface (`Potential`) is small so that a test potential (`deeppot.md.testi
 Potential are interchangeable:
 
     type_map, device: the model's type names and where it runs
-    stale(positions, cell) -> 0-dim bool on the device: the neighbour data may miss a pair (no host sync)
+    skin_used(positions, cell) -> 0-dim float on the device: how much of the neighbour list's skin the motion since
+        its build used (0 at a build; > 1: the list may miss a pair; no host sync)
     compute(positions, cell, rebuild) -> energy () eV, forces (N, 3) eV/Å, virial (3, 3) eV, float64
     rebuilds: how many neighbour-list builds so far; nlist_reference() / restore_nlist(ref): the build's positions
     and cell, so that a restarted run rebuilds the same list and continues bit for bit.
@@ -47,7 +48,7 @@ class Potential(Protocol):
     type_map: list[str]  # model type index -> element
     device: torch.device
 
-    def stale(self, positions: Tensor, cell: Tensor | None) -> Tensor: ...
+    def skin_used(self, positions: Tensor, cell: Tensor | None) -> Tensor: ...
 
     def compute(self, positions: Tensor, cell: Tensor | None, rebuild: bool) -> tuple[Tensor, Tensor, Tensor]: ...
 
@@ -64,10 +65,14 @@ class DeepPotential:
     built with rcut + skin and rebuilt when an atom moved more than skin / 2 (or the cell strained enough).
     batched: how `deviation` evaluates the models (`deeppot.infer.ensemble.EnsembleEvaluator`): None in one
     batched call where they share an architecture, else one after another; True insists; False never.
+    sort_neighbors: False (the default) updates the list without sorting each row by distance
+    (`SkinNeighborList(sort=False)`: the same neighbours, so the same energies to rounding, for less per step);
+    True keeps DeePMD's slot order, as `DeepPot` has it.
     """
 
     def __init__(self, models: Sequence[EnergyModel], atype: Tensor, skin: float = 2.0,
-                 device: torch.device | str | None = None, batched: bool | None = None) -> None:
+                 device: torch.device | str | None = None, batched: bool | None = None,
+                 sort_neighbors: bool = False) -> None:
         if not models:
             raise ValueError("at least one model is needed")
         first = models[0]
@@ -80,8 +85,9 @@ class DeepPotential:
         self.ensemble = EnsembleEvaluator(self.evaluators, batched)  # a lone model is simply evaluated
         self.device = self.evaluators[0].device
         self.atype = atype.to(self.device)[None]  # (1, N)
-        self.nlist = SkinNeighborList(first.rcut, first.sel, skin)
+        self.nlist = SkinNeighborList(first.rcut, first.sel, skin, sort=sort_neighbors)
         self.flat: FlatNeighbors | None = None  # the neighbour data of the last `compute`
+        self.evaluations = 0  # calls of `compute` (steps run twice after a late rebuild count twice)
         self.warned_close = False
 
     @classmethod
@@ -105,13 +111,14 @@ class DeepPotential:
     def rebuilds(self) -> int:
         return self.nlist.builds
 
-    def stale(self, positions: Tensor, cell: Tensor | None) -> Tensor:
+    def skin_used(self, positions: Tensor, cell: Tensor | None) -> Tensor:
         if self.nlist.ref is None:
-            return torch.ones((), dtype=torch.bool, device=positions.device)
-        return self.nlist.needs_rebuild(positions[None], None if cell is None else cell[None])
+            return torch.full((), float("inf"), dtype=positions.dtype, device=positions.device)
+        return self.nlist.skin_used(positions[None], None if cell is None else cell[None])
 
     def compute(self, positions: Tensor, cell: Tensor | None, rebuild: bool) -> tuple[Tensor, Tensor, Tensor]:
         coord, box = positions[None], None if cell is None else cell[None]
+        self.evaluations += 1
         built = rebuild or self.nlist.ref is None
         data = self.nlist.build(coord, self.atype, box) if built else self.nlist.update(coord, box)
         self.flat = FlatNeighbors.from_frames(data.ext_coord, data.ext_atype, data.nlist, data.mapping)

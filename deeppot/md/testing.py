@@ -37,8 +37,8 @@ class LennardJones:
         sr6 = (self.sigma**2 / r2) ** 3
         return -24 * self.epsilon * (2 * sr6 * sr6 - sr6) / r2**0.5
 
-    def stale(self, positions: Tensor, cell: Tensor | None) -> Tensor:
-        return torch.zeros((), dtype=torch.bool, device=positions.device)  # no list: never stale
+    def skin_used(self, positions: Tensor, cell: Tensor | None) -> Tensor:
+        return torch.zeros((), dtype=positions.dtype, device=positions.device)  # no list: never stale
 
     def pairs(self, positions: Tensor, cell: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
         """Minimum-image pair vectors d_ij = r_j - r_i (N, N, 3), squared distances (N, N) (1 where masked) and the

@@ -16,7 +16,13 @@ import torch
 from helpers import EXAMPLE_DATA, make_model
 from torch.overrides import TorchFunctionMode
 
-from deeppot.infer.neighbors import SkinNeighborList, select_from_candidates, spectral_norm_bound, split_by_type
+from deeppot.infer.neighbors import (
+    SkinNeighborList,
+    select_from_candidates,
+    select_in_candidate_order,
+    spectral_norm_bound,
+    split_by_type,
+)
 from deeppot.nlist import NeighborData, NeighborOverflowWarning, build_neighbor_data, format_nlist
 from deeppot.nlist.selection import split_by_type as nlist_split_by_type
 from deeppot.nlist.testing import check_nlist_layout, sort_rows
@@ -254,6 +260,54 @@ def test_selection_equals_format_nlist():
     with pytest.warns(NeighborOverflowWarning):
         select_from_candidates(data.ext_coord, data.ext_atype, ref.candidates, ref.cand_type, rcut, [10, 30],
                                check_overflow=True)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_unsorted_update_lists_the_same_neighbours(name):
+    """sort=False: each type block holds the same neighbours as DeePMD's list (in another order), no overflow."""
+    coord, atype, box, rcut, sel, skin = make_case(name)
+    nl = SkinNeighborList(rcut, sel, skin, sort=False)
+    nl.build(coord, atype, box)
+    for step in range(2):
+        moved = displace(coord, skin / 2, seed=20 + step)
+        data = nl.update(moved)
+        desired = fresh(moved, atype, box, rcut, sel)
+        assert torch.equal((data.nlist >= 0).sum(-1), (desired.nlist >= 0).sum(-1))
+        got, want = block_table(data, sel), block_table(desired, sel)
+        np.testing.assert_array_equal(got[:, :4], want[:, :4])
+        np.testing.assert_allclose(got[:, 4:], want[:, 4:], atol=2, rtol=0)
+    assert not bool(nl.overflow)
+
+
+def test_unsorted_selection_flags_overflow():
+    """Rows with more neighbours of a type than sel set the flag, and the next build warns; without, no flag."""
+    coord, atype, box, rcut, _, skin = make_case("skewed")
+    nl = SkinNeighborList(rcut, [80, 80], skin)
+    data = nl.build(coord, atype, box)
+    ref = nl.ref
+    args = (data.ext_coord, data.ext_atype, ref.candidates, ref.cand_type, rcut)
+    nlist, over = select_in_candidate_order(*args, [80, 80])
+    assert not bool(over)
+    nlist, over = select_in_candidate_order(*args, [10, 30])
+    assert bool(over) and ((nlist >= 0).sum(-1) <= 40).all()
+    small = SkinNeighborList(rcut, [10, 30], skin, sort=False)
+    with pytest.warns(NeighborOverflowWarning):
+        small.build(coord, atype, box, check_overflow=True)
+
+
+def test_unsorted_update_gives_the_same_energy_and_forces():
+    model = make_model(rcut=4.0, sel=(80, 80))
+    coord, atype, box, rcut, sel, skin = make_case("skewed")
+    lists = [SkinNeighborList(rcut, sel, skin, sort=sort) for sort in (True, False)]
+    moved = displace(coord, skin / 2, seed=9)
+    out = []
+    for nl in lists:
+        nl.build(coord, atype, box)
+        data = nl.update(moved, box * 1.002)
+        out.append(model.forward_lower(data.ext_coord, data.ext_atype, data.nlist, data.mapping))
+    assert not torch.equal(lists[0].update(moved).nlist, lists[1].update(moved).nlist)  # really another order
+    for key in ("energy", "force", "virial"):
+        torch.testing.assert_close(out[1][key], out[0][key], rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize(("k", "sel"), [(12, [3, 4, 2]), (5, [3, 4, 2]), (30, [1, 0, 6])])

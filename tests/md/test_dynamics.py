@@ -57,10 +57,22 @@ def test_nve_conserves_energy(model):
     assert abs(drift) < 1e-4, f"energy drift {drift:.3g} eV/atom/ps over 0.5 ps"
 
 
-def test_rebuilds_exactly_when_an_atom_moved_half_the_skin(model):
-    """The builds match an oracle on the recorded positions (rebuild when max |x - x_build| > skin / 2), the
-    sync-free run (segments replayed on a rebuild) equals the every-step run bit for bit, and the final forces
-    equal a fresh evaluation (no neighbour missed)."""
+def expected_builds(positions: list[torch.Tensor], skin: float) -> int:
+    """Builds by the rule of `md.Stepper`, on the recorded positions (a fixed box, so skin_used = the largest move
+    since the build over skin / 2): step s rebuilds when skin_used(s - 1) >= NEAR or skin_used(s) > 1."""
+    builds, ref, near = 1, positions[0], False
+    for x in positions[1:]:
+        used = float(torch.linalg.vector_norm(x - ref, dim=-1).max()) / (skin / 2)
+        if near or used > 1:
+            builds, ref, used = builds + 1, x, 0.0
+        near = used >= md.engine.NEAR
+    return builds
+
+
+def test_rebuilds_follow_the_rule(model):
+    """The builds match the rule replayed on the recorded positions, the sync-free run (planned segments, replays
+    where a segment went too far) equals the every-step run bit for bit, and the final forces equal a fresh
+    evaluation (no neighbour missed)."""
     skin = 1.0
     state, pot = start(model, skin=skin)
     positions = [state.positions.clone()]
@@ -70,20 +82,25 @@ def test_rebuilds_exactly_when_an_atom_moved_half_the_skin(model):
 
     record.every = 1
     md.run(state, pot, md.VelocityVerlet(dt=0.5), 300, callbacks=[record])
-    expected, ref = 1, positions[0]
-    for x in positions[1:]:
-        if torch.linalg.vector_norm(x - ref, dim=-1).max() > skin / 2:
-            expected, ref = expected + 1, x
+    expected = expected_builds(positions, skin)
     assert pot.rebuilds == expected
     assert 3 < expected < 100
 
     quiet, quiet_pot = start(model, skin=skin)
     stepper = md.Stepper(quiet_pot)
     md.run(quiet, quiet_pot, md.VelocityVerlet(dt=0.5), 300, stepper=stepper)
-    assert stepper.replays > 0 and quiet_pot.rebuilds == expected
-    # host reads: a few per rebuild (one every ~15 steps here), not one per step
+    assert quiet_pot.rebuilds == expected
+    # planned segments: no step run twice; a few reads per rebuild (one every ~15 steps here), not one per step
+    assert quiet_pot.evaluations == 1 + 300 and stepper.replays == 0
     assert stepper.host_reads < 300 / 3, stepper.host_reads
     assert torch.equal(quiet.positions, state.positions) and torch.equal(quiet.velocities, state.velocities)
+
+    late, late_pot = start(model, skin=skin)  # segments of 40 steps overrun the rebuilds: cut back and replayed
+    stepper = md.Stepper(late_pot)
+    stepper.next_stop = lambda step: step + 40
+    md.run(late, late_pot, md.VelocityVerlet(dt=0.5), 300, stepper=stepper)
+    assert stepper.replays > 3 and late_pot.rebuilds == expected
+    assert torch.equal(late.positions, state.positions) and torch.equal(late.velocities, state.velocities)
     fresh = DeepPot(model, device="cpu").evaluator.evaluate(state.positions[None], state.atype[None],
                                                             state.cell[None])
     torch.testing.assert_close(state.forces, fresh["force"][0], rtol=1e-10, atol=1e-12)
