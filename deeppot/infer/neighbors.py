@@ -180,8 +180,8 @@ class SkinNeighborList:
             nlist = select_from_candidates(ext_coord, ref.ext_atype, ref.candidates, ref.cand_type, self.rcut,
                                            ref.sel, check_overflow)
         else:
-            nlist, over = select_in_candidate_order(ext_coord, ref.ext_atype, ref.candidates, ref.cand_type,
-                                                    self.rcut, ref.sel)
+            nlist, over = unsorted_selection(ext_coord.device)(ext_coord, ref.ext_atype, ref.candidates,
+                                                                ref.cand_type, self.rcut, ref.sel)
             self.overflow = over if self.overflow is None else self.overflow | over
             if check_overflow:
                 self._report_overflow()
@@ -358,6 +358,19 @@ def select_from_candidates(
             count = torch.stack([(within & (cand_type == t)).sum(-1) for t in range(len(sel))], dim=-1)
             warn_overflow(count.masked_fill(virtual, 0), sel, rcut)
         return nlist.masked_fill(virtual, -1)
+
+
+def unsorted_selection(device: torch.device):
+    """`select_in_candidate_order`, or on a CUDA device with Triton its one-kernel twin
+    (`deeppot.kernels.selection`, equal entry for entry)."""
+    if device.type == "cuda":
+        from deeppot.kernels import embedding
+
+        if embedding.triton is not None:
+            from deeppot.kernels.selection import select_in_candidate_order as kernel
+
+            return kernel
+    return select_in_candidate_order
 
 
 def select_in_candidate_order(ext_coord: Tensor, ext_atype: Tensor, candidates: Tensor, cand_type: Tensor,

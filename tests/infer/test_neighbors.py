@@ -463,5 +463,24 @@ def test_cuda_update_is_sync_free_and_graph_capturable(name):
     assert out_flag
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_unsorted_update_is_sync_free():
+    """sort=False on CUDA (the selection kernel of deeppot.kernels.selection): no host sync, DeePMD's neighbours."""
+    coord, atype, box, rcut, sel, skin = (x.cuda() if isinstance(x, torch.Tensor) else x for x in make_case("water"))
+    nl = SkinNeighborList(rcut, sel, skin, sort=False)
+    nl.build(coord, atype, box)
+    moved = displace(coord.cpu(), skin / 2, seed=12).cuda()
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        data = nl.update(moved, box)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    got, want = block_table(to_cpu(data), sel), block_table(to_cpu(fresh(moved, atype, box, rcut, sel)), sel)
+    np.testing.assert_array_equal(got[:, :4], want[:, :4])
+    assert not bool(nl.overflow)
+
+
 def to_cpu(data: NeighborData) -> NeighborData:
     return NeighborData(*(t.cpu() for t in (data.ext_coord, data.ext_atype, data.mapping, data.nlist)))
