@@ -8,7 +8,8 @@ count is not that of real water; the cost of a step is). Prints one JSON line pe
   synchronised), rebuilds (neighbour-list builds in the timed steps), replays (segments run twice because a
   rebuild was due), evaluations (model evaluations in the timed steps: steps + replayed + discarded ones),
   eval_ms (median of 5 synchronised evaluations of the final neighbour list alone, in the same process) and
-  overhead (ms_per_step / eval_ms - 1: what the MD loop adds to the evaluation), peak_mem_MiB
+  overhead (ms_per_step / eval_ms - 1: what the MD loop adds to the evaluation; eval_ms is the eager
+  evaluation, also where the run replays it from a CUDA graph, "graph": true), peak_mem_MiB
   (torch.cuda.max_memory_allocated on a GPU; the process's peak RSS on a CPU), device.
 With --profile DIR, torch.profiler's table of 5 further MD steps goes to DIR/md_profile_<case>.txt.
 
@@ -80,7 +81,8 @@ def bench(natoms: int, dtype: str, args: argparse.Namespace) -> dict:
     if args.compress:
         compress_for(model, atoms)
     potential = md.DeepPotential([model], md.atom_types(atoms.get_chemical_symbols(), model.type_map),
-                                 skin=args.skin, device=device, sort_neighbors=args.sorted_nlist)
+                                 skin=args.skin, device=device, sort_neighbors=args.sorted_nlist,
+                                 graph={"auto": None, "on": True, "off": False}[args.graph])
     state = md.init(atoms, potential, temperature=300.0, seed=0)
     integrator = md.BussiNVT(dt=args.dt, temperature=300.0, tau=100.0)
     stepper = md.Stepper(potential)
@@ -91,6 +93,7 @@ def bench(natoms: int, dtype: str, args: argparse.Namespace) -> dict:
     counts = {"rebuilds": potential.rebuilds - builds, "replays": stepper.replays - replays,
               "evaluations": potential.evaluations - evaluations}
     suffix = (":compressed" if args.compress else "") + (":sorted" if args.sorted_nlist else "")
+    suffix += {"auto": "", "on": ":graph", "off": ":eager"}[args.graph]
     case = f"water:{dtype}:{len(atoms)}{suffix}"
     eval_ms = 1e3 * statistics.median(timed(device, lambda: potential.evaluators[0].evaluate_neighbors(
         potential.flat)) for _ in range(5))
@@ -100,7 +103,7 @@ def bench(natoms: int, dtype: str, args: argparse.Namespace) -> dict:
     ms_per_step = 1e3 * seconds / args.steps
     return {"case": case, "atoms": len(atoms), "atom_steps_per_s": round(len(atoms) * args.steps / seconds, 1),
             "ms_per_step": round(ms_per_step, 3), **counts, "eval_ms": round(eval_ms, 3),
-            "overhead": round(ms_per_step / eval_ms - 1, 3),
+            "overhead": round(ms_per_step / eval_ms - 1, 3), "graph": potential.graphed is not None,
             "peak_mem_MiB": peak_mib(device), "device": str(device)}
 
 
@@ -207,6 +210,9 @@ def main() -> None:
     parser.add_argument("--sorted-nlist", action="store_true",
                         help="sort each neighbour row by distance at every step (DeePMD's slot order; case suffix "
                              ":sorted) instead of the unsorted update MD uses")
+    parser.add_argument("--graph", choices=["auto", "on", "off"], default="auto",
+                        help="replay the evaluation from a CUDA graph (auto: up to 20,000 atoms on a GPU; case "
+                             "suffix :graph / :eager when forced)")
     parser.add_argument("--profile", metavar="DIR", help="write torch.profiler's table of 5 more steps per case")
     parser.add_argument("--devi", type=int, default=0, metavar="N",
                         help="time the model deviation of N models (sequential and batched) instead of MD")

@@ -8,6 +8,10 @@ buffers (device to device; the shapes must match) and replays; a call with other
 
 What the graph needs of the pair stage: static shapes and no host synchronisation. The fused stage runs its
 fitting nets on every atom (no per-type index lists, which need a sync); the PyTorch stage is sync-free as it is.
+
+Each build of a skin list changes the number of extended atoms (ghosts come and go). For one frame the graph is
+captured with room for `GROWTH` times the extended atoms it first saw, and later data with fewer fills the first
+rows (the list never points past them), so an MD run replays one graph across its builds.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from deeppot.infer.evaluate import FlatNeighbors, evaluate_flat
 log = logging.getLogger(__name__)
 
 _INPUTS = ("ext_coord", "ext_atype", "nlist", "owner", "center_type")
+_EXTENDED = ("ext_coord", "ext_atype", "owner")  # rows per extended atom
+GROWTH = 1.25  # room for extended atoms in a one-frame capture
 
 
 @dataclass
@@ -55,11 +61,13 @@ class GraphedEvaluation:
         self.captures = 0
 
     def __call__(self, flat: FlatNeighbors) -> dict[str, Tensor]:
-        if self.captured is None or not _same_shapes(self.captured.inputs, flat):
+        if self.captured is None or not _fits(self.captured.inputs, flat):
             self.captured = self._capture(flat)
         else:
+            rows = flat.ext_coord.shape[0]
             for name in _INPUTS:
-                getattr(self.captured.inputs, name).copy_(getattr(flat, name), non_blocking=True)
+                static = getattr(self.captured.inputs, name)
+                (static[:rows] if name in _EXTENDED else static).copy_(getattr(flat, name), non_blocking=True)
         self.captured.graph.replay()
         return self.captured.outputs
 
@@ -73,6 +81,12 @@ class GraphedEvaluation:
         static = FlatNeighbors(**{f.name: getattr(flat, f.name) for f in fields(FlatNeighbors)})
         for name in _INPUTS:
             setattr(static, name, getattr(flat, name).clone())
+        if flat.nf == 1:  # room for more extended atoms: padding rows that no list entry points to
+            rows = flat.ext_coord.shape[0]
+            room = int(GROWTH * rows) + 1 - rows
+            static.ext_coord = torch.cat([static.ext_coord, static.ext_coord.new_zeros(room, 3)])
+            static.ext_atype = torch.cat([static.ext_atype, static.ext_atype.new_full((room,), -1)])
+            static.owner = torch.cat([static.owner, static.owner.new_zeros(room)])
         side = torch.cuda.Stream(self.evaluator.device)
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # compiles the kernels and warms the allocator outside the capture
@@ -87,9 +101,12 @@ class GraphedEvaluation:
         return _Captured(graph, static, outputs)
 
 
-def _same_shapes(a: FlatNeighbors, b: FlatNeighbors) -> bool:
-    return (a.nf, a.nloc) == (b.nf, b.nloc) and all(
-        getattr(a, name).shape == getattr(b, name).shape for name in _INPUTS)
+def _fits(static: FlatNeighbors, flat: FlatNeighbors) -> bool:
+    """Whether flat replays the graph captured on `static`: the same shapes, or for one frame no more extended
+    atoms than the capture has room for."""
+    rows, room = flat.ext_coord.shape[0], static.ext_coord.shape[0]
+    return (static.nf, static.nloc) == (flat.nf, flat.nloc) and (rows == room or (flat.nf == 1 and rows <= room)) \
+        and all(getattr(static, name).shape == getattr(flat, name).shape for name in ("nlist", "center_type"))
 
 
 __all__ = ["GraphedEvaluation"]

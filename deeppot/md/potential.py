@@ -34,6 +34,11 @@ __all__ = ["DeepPotential", "Potential", "atom_types"]
 
 log = logging.getLogger(__name__)
 
+# Up to this many atoms a CUDA-graph replay of the evaluation is the default (H100, water: 192 atoms 4.3 -> 0.5 ms,
+# 12,288 atoms 10.2 -> 9.1 ms; at 98,304 atoms the graph, whose fitting nets run on every atom, was 4% slower).
+GRAPH_MAX_ATOMS = 20_000
+OUTPUTS = ("energy", "force", "virial")
+
 
 def atom_types(symbols: Sequence[str], type_map: Sequence[str]) -> torch.Tensor:
     unknown = sorted(set(symbols) - set(type_map))
@@ -68,11 +73,14 @@ class DeepPotential:
     sort_neighbors: False (the default) updates the list without sorting each row by distance
     (`SkinNeighborList(sort=False)`: the same neighbours, so the same energies to rounding, for less per step);
     True keeps DeePMD's slot order, as `DeepPot` has it.
+    graph: replay the first model's evaluation from a CUDA graph (`deeppot.infer.graph.GraphedEvaluation`, one
+    graph for the whole run); None: on a CUDA device for up to GRAPH_MAX_ATOMS atoms, where launches, not
+    arithmetic, bound a step.
     """
 
     def __init__(self, models: Sequence[EnergyModel], atype: Tensor, skin: float = 2.0,
                  device: torch.device | str | None = None, batched: bool | None = None,
-                 sort_neighbors: bool = False) -> None:
+                 sort_neighbors: bool = False, graph: bool | None = None) -> None:
         if not models:
             raise ValueError("at least one model is needed")
         first = models[0]
@@ -85,6 +93,7 @@ class DeepPotential:
         self.ensemble = EnsembleEvaluator(self.evaluators, batched)  # a lone model is simply evaluated
         self.device = self.evaluators[0].device
         self.atype = atype.to(self.device)[None]  # (1, N)
+        self.graphed = self._graphed(graph)
         self.nlist = SkinNeighborList(first.rcut, first.sel, skin, sort=sort_neighbors)
         self.flat: FlatNeighbors | None = None  # the neighbour data of the last `compute`
         self.evaluations = 0  # calls of `compute` (steps run twice after a late rebuild count twice)
@@ -124,8 +133,21 @@ class DeepPotential:
         self.flat = FlatNeighbors.from_frames(data.ext_coord, data.ext_atype, data.nlist, data.mapping)
         if built:  # a build syncs with the host anyway: a good moment to look at the closest pair
             self.check_distances()
-        out = self.evaluators[0].evaluate_neighbors(self.flat)
+        if self.graphed is None:
+            out = self.evaluators[0].evaluate_neighbors(self.flat)
+        else:  # the graph's output buffers are overwritten by the next replay: the state keeps copies
+            out = {key: value.clone() for key, value in self.graphed(self.flat).items() if key in OUTPUTS}
         return out["energy"][0], out["force"][0], out["virial"][0].reshape(3, 3)
+
+    def _graphed(self, graph: bool | None):
+        """The CUDA-graph replay of the first model's evaluation, or None for eager evaluation."""
+        if graph is None:
+            graph = self.device.type == "cuda" and self.atype.shape[1] <= GRAPH_MAX_ATOMS
+        if not graph:
+            return None
+        from deeppot.infer.graph import GraphedEvaluation
+
+        return GraphedEvaluation(self.evaluators[0])
 
     def nlist_reference(self) -> dict | None:
         ref = self.nlist.ref

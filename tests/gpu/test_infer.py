@@ -80,3 +80,10 @@ def test_graphed_evaluation_equals_eager(precision, fused):
     one = ev.neighbors(as_t(coord[:1]), atype_t[:1], as_t(cells[:1]).reshape(1, 3, 3))
     torch.testing.assert_close(graphed(one)["force"], ev.evaluate_neighbors(one, atomic=True)["force"], **tol)
     assert graphed.captures == 2
+    # one frame: fewer extended atoms (the box stretched by 2%: fewer ghosts) fill the first rows of the same graph
+    fewer = ev.neighbors(as_t(coord[:1]) * 1.02, atype_t[:1], as_t(cells[:1]).reshape(1, 3, 3) * 1.02)
+    assert fewer.ext_coord.shape[0] < one.ext_coord.shape[0]
+    want = ev.evaluate_neighbors(fewer, atomic=True)
+    for key, value in graphed(fewer).items():
+        torch.testing.assert_close(value, want[key], **tol)
+    assert graphed.captures == 2
