@@ -80,8 +80,14 @@ def test_graphed_evaluation_equals_eager(precision, fused):
     one = ev.neighbors(as_t(coord[:1]), atype_t[:1], as_t(cells[:1]).reshape(1, 3, 3))
     torch.testing.assert_close(graphed(one)["force"], ev.evaluate_neighbors(one, atomic=True)["force"], **tol)
     assert graphed.captures == 2
-    # one frame: fewer extended atoms (the box stretched by 2%: fewer ghosts) fill the first rows of the same graph
-    fewer = ev.neighbors(as_t(coord[:1]) * 1.02, atype_t[:1], as_t(cells[:1]).reshape(1, 3, 3) * 1.02)
+    # one frame: fewer extended atoms (the cell list's ghosts within rcut, not 26 whole images) fill the first rows
+    # of the same graph
+    from deeppot.infer.evaluate import FlatNeighbors
+    from deeppot.infer.neighbors import SkinNeighborList
+
+    nd = SkinNeighborList(ev.model.rcut, ev.model.sel, 0.0).build(as_t(coord[:1]), atype_t[:1],
+                                                                   as_t(cells[:1]).reshape(1, 3, 3))
+    fewer = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
     assert fewer.ext_coord.shape[0] < one.ext_coord.shape[0]
     want = ev.evaluate_neighbors(fewer, atomic=True)
     for key, value in graphed(fewer).items():
