@@ -71,7 +71,8 @@ class GraphedEvaluation:
         self.captured.graph.replay()
         return self.captured.outputs
 
-    def _run(self, flat: FlatNeighbors) -> dict[str, Tensor]:
+    def run_eager(self, flat: FlatNeighbors) -> dict[str, Tensor]:
+        """The evaluation the graph replays, run eagerly (sync-free: it can be captured in a larger graph)."""
         ev = self.evaluator
         with torch.no_grad():
             return evaluate_flat(ev.model, flat, ev.chunk_atoms, self.pair_stage, self.atomic, ev.scatter)
@@ -90,11 +91,11 @@ class GraphedEvaluation:
         side = torch.cuda.Stream(self.evaluator.device)
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # compiles the kernels and warms the allocator outside the capture
-            self._run(static)
+            self.run_eager(static)
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            outputs = self._run(static)
+            outputs = self.run_eager(static)
         self.captures += 1
         log.debug("captured the evaluation of %d centres (%d extended atoms)", static.ncentre,
                   static.ext_coord.shape[0])

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -28,6 +28,7 @@ from torch import Tensor
 from deeppot.md.integrators import VelocityVerlet
 from deeppot.md.potential import Potential, atom_types
 from deeppot.md.state import MDState, Thermo, kinetic_energy, maxwell_boltzmann, remove_momentum, thermo
+from deeppot.md.step_graph import NEAR, StepGraph, Track, optimistic_step
 from deeppot.md.units import FS, KB
 
 __all__ = ["Callback", "MDError", "init", "run"]
@@ -73,13 +74,6 @@ def evaluate(potential: Potential, state: MDState, rebuild: bool) -> None:
     state.energy, state.forces, state.virial = potential.compute(state.positions, state.cell, rebuild)
 
 
-# A step is run with a fresh neighbour list when the step before it used this fraction of the skin (planned: the
-# segment ends there, no step is run twice), or when the step itself used all of it (found after the fact: the
-# segment is cut back to that step, which runs again). Planning a little early costs a few more builds, each far
-# cheaper than a step run twice and the steps after it thrown away.
-NEAR = 0.9
-
-
 class Stepper:
     """Runs segments of steps with sync-free neighbour updates; one host read ends each segment.
 
@@ -93,9 +87,12 @@ class Stepper:
     inside the segment cuts it back (a replay).
     The rate is measured from the last build (or the first read of a new stepper); until a read measures it,
     segments double from `interval`. At most `max_interval` steps a segment.
+    Where the potential evaluates through a CUDA graph (`DeepPotential(graph=...)`), the whole step is replayed
+    from one (`deeppot.md.step_graph`; `graphs=False` keeps eager steps): the state's moving tensors are then
+    buffers that each step overwrites in place.
     """
 
-    def __init__(self, potential: Potential, interval: int = 4, max_interval: int = 100) -> None:
+    def __init__(self, potential: Potential, interval: int = 4, max_interval: int = 100, graphs: bool = True) -> None:
         self.potential, self.interval, self.max_interval = potential, interval, max_interval
         self.host_reads = 0  # reads at segment ends
         self.replays = 0  # segments cut back to a step that the rule rebuilds
@@ -103,6 +100,8 @@ class Stepper:
         self.anchor: tuple[int, float] | None = None  # (step, skin_used): the last build's, or the first read's
         self.rate: float | None = None  # skin_used per step since the anchor, at the last read
         self.rebuild_next: bool | None = None  # None: not known yet (a new stepper, e.g. after a restart)
+        self.graphs = graphs  # replay steps from CUDA graphs where the potential evaluates through one
+        self.graph: StepGraph | None = None
 
     def next_stop(self, step: int) -> int:
         """Where the segment starting at `step` should end."""
@@ -122,33 +121,36 @@ class Stepper:
             self._step_with_build(state, integrator)
             return
         start, rng = state.step, []
-        first = torch.full((), -1, dtype=torch.int64, device=state.device)
-        near = torch.zeros((), dtype=torch.bool, device=state.device)  # the last step reached NEAR
-        used = torch.zeros((), dtype=state.positions.dtype, device=state.device)
-        kept = state.moving()
-
-        def optimistic(s: MDState) -> None:
-            nonlocal first, near, used
-            used = self.potential.skin_used(s.positions, s.cell)
-            first = torch.where((first < 0) & (near | (used > 1)), s.step, first)
-            near = used >= NEAR
-            evaluate(self.potential, s, rebuild=False)
-
+        track, step = self._segment(state, integrator)
         while state.step < stop:
-            fresh = first < 0  # no rebuild due yet: the state before this step may be the one to go back to
-            kept = {name: torch.where(fresh, value, kept[name]) for name, value in state.moving().items()}
             rng.append(state.generator.get_state())
-            integrator.step(state, optimistic)
+            step()
             state.step += 1
         self.host_reads += 1
-        step, last_near, last_used = torch.stack([first.to(used.dtype), near.to(used.dtype), used]).tolist()
-        if step >= 0:
-            self._rebuild_step(state, integrator, int(step), kept, rng[int(step) - start])
+        first, last_near, last_used = track.read()
+        if first >= 0:
+            self._rebuild_step(state, integrator, first, track.kept, rng[first - start])
             return
-        self.rebuild_next = bool(last_near)
+        self.rebuild_next = last_near
         self.interval = min(2 * self.interval, self.max_interval)
         if state.step > self.anchor[0]:
             self.rate = (last_used - self.anchor[1]) / (state.step - self.anchor[0])
+
+    def _segment(self, state: MDState, integrator: VelocityVerlet) -> tuple[Track, Callable[[], None]]:
+        """The track of a segment and its step: a replay of the step's CUDA graph where the potential evaluates
+        through one (`StepGraph`, captured again after each build), else the eager step."""
+        if self.graphs and getattr(self.potential, "graphed", None) is not None:
+            if self.graph is None or not self.graph.valid(self.potential, integrator):
+                self.graph = None  # free the old graph's memory first
+                try:
+                    self.graph = StepGraph(self.potential, state, integrator)
+                except RuntimeError as error:  # e.g. an operation that cannot be captured: run eagerly
+                    log.warning("MD steps run eagerly: the step could not be captured in a CUDA graph (%s)", error)
+                    self.graphs = False
+            if self.graph is not None:
+                return self.graph.start(state), self.graph.replay
+        track = Track.start(state)
+        return track, lambda: optimistic_step(self.potential, state, integrator, track)
 
     def _step_with_build(self, state: MDState, integrator: VelocityVerlet) -> None:
         integrator.step(state, lambda s: evaluate(self.potential, s, rebuild=True))
@@ -158,7 +160,7 @@ class Stepper:
     def _rebuild_step(self, state: MDState, integrator: VelocityVerlet, step: int, kept: dict, rng: Tensor) -> None:
         """Go back to the state before `step` and run that step with a neighbour-list build."""
         for name, value in kept.items():
-            setattr(state, name, value)
+            setattr(state, name, value.clone())  # a copy: the step graph's buffers are overwritten in place
         state.step = step
         state.generator.set_state(rng)
         self.replays += 1

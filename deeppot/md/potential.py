@@ -94,6 +94,7 @@ class DeepPotential:
         self.device = self.evaluators[0].device
         self.atype = atype.to(self.device)[None]  # (1, N)
         self.graphed = self._graphed(graph)
+        self.capturing = False  # inside the capture of a whole MD step (`deeppot.md.step_graph`): no nested graph
         self.nlist = SkinNeighborList(first.rcut, first.sel, skin, sort=sort_neighbors)
         self.flat: FlatNeighbors | None = None  # the neighbour data of the last `compute`
         self.evaluations = 0  # calls of `compute` (steps run twice after a late rebuild count twice)
@@ -135,6 +136,8 @@ class DeepPotential:
             self.check_distances()
         if self.graphed is None:
             out = self.evaluators[0].evaluate_neighbors(self.flat)
+        elif self.capturing:
+            out = self.graphed.run_eager(self.flat)
         else:  # the graph's output buffers are overwritten by the next replay: the state keeps copies
             out = {key: value.clone() for key, value in self.graphed(self.flat).items() if key in OUTPUTS}
         return out["energy"][0], out["force"][0], out["virial"][0].reshape(3, 3)

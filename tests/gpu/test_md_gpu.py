@@ -31,20 +31,39 @@ def test_gpu_nve_run_equals_cpu_run():
     torch.testing.assert_close(gpu.energy.cpu(), cpu.energy, rtol=1e-10, atol=1e-10)
 
 
-def test_graphed_md_equals_eager_md():
-    """The evaluation replayed from one CUDA graph across the run's neighbour-list builds (extended atoms padded to
-    the capture's room) gives the eager run's trajectory."""
+INTEGRATORS = {
+    "bussi": lambda: md.BussiNVT(dt=0.5, temperature=300.0, tau=20.0),
+    "langevin": lambda: md.LangevinNVT(dt=0.5, temperature=300.0, tau=20.0),
+    "npt": lambda: md.StochasticCellRescaling(md.BussiNVT(dt=0.5, temperature=300.0, tau=20.0), pressure=1e4,
+                                              tau=50.0, anisotropic=True),
+}
+
+
+def run_variant(model, integrator, graph: bool, step_graphs: bool, late: bool = False):
+    atoms = water_like()
+    pot = md.DeepPotential.for_atoms([model], atoms, 0.5, "cuda")
+    pot.graphed = pot._graphed(graph)
+    state = md.init(atoms, pot, temperature=300.0, seed=3)
+    stepper = md.Stepper(pot, graphs=step_graphs)
+    if late:  # segments that overrun their rebuild: cut back and replayed
+        stepper.next_stop = lambda step: step + 25
+    md.run(state, pot, INTEGRATORS[integrator](), 80, stepper=stepper)
+    return state, pot, stepper
+
+
+@pytest.mark.parametrize("integrator", sorted(INTEGRATORS))
+def test_graphed_md_equals_eager_md(integrator):
+    """The evaluation replayed from one CUDA graph across the run's builds (extended atoms padded to the capture's
+    room), and the whole step replayed from a graph captured after each build (thermostat noise included), give the
+    eager run's trajectory; also when segments overrun a rebuild and go back."""
     model = make_model(sel=(24, 24), rcut=4.0, resnet_dt=False)
-    states, pots = {}, {}
-    for graph in (False, True):
-        atoms = water_like()
-        pot = md.DeepPotential.for_atoms([model], atoms, 0.5, "cuda")
-        pot.graphed = pot._graphed(graph)
-        state = md.init(atoms, pot, temperature=300.0, seed=3)
-        md.run(state, pot, md.BussiNVT(dt=0.5, temperature=300.0, tau=20.0), 80)
-        states[graph], pots[graph] = state, pot
-    assert pots[True].graphed is not None and pots[False].graphed is None
-    assert pots[True].rebuilds == pots[False].rebuilds > 2
-    assert pots[True].graphed.captures <= 2  # not one per build
-    torch.testing.assert_close(states[True].positions, states[False].positions, rtol=0, atol=1e-9)
-    torch.testing.assert_close(states[True].energy, states[False].energy, rtol=1e-10, atol=1e-10)
+    eager, eager_pot, _ = run_variant(model, integrator, graph=False, step_graphs=False)
+    assert eager_pot.rebuilds > 2
+    for graph, step_graphs, late in [(True, False, False), (True, True, False), (True, True, True)]:
+        state, pot, stepper = run_variant(model, integrator, graph, step_graphs, late)
+        assert pot.rebuilds == eager_pot.rebuilds
+        assert (stepper.graph is not None) == step_graphs and (stepper.replays > 0) == late
+        if not step_graphs:
+            assert pot.graphed.captures <= 2  # the evaluation graph: not one per build
+        for key in ("positions", "velocities", "energy", "cell"):
+            torch.testing.assert_close(getattr(state, key), getattr(eager, key), rtol=1e-10, atol=1e-9, msg=key)
