@@ -82,10 +82,10 @@ def bench(natoms: int, dtype: str, args: argparse.Namespace) -> dict:
         compress_for(model, atoms)
     potential = md.DeepPotential([model], md.atom_types(atoms.get_chemical_symbols(), model.type_map),
                                  skin=args.skin, device=device, sort_neighbors=args.sorted_nlist,
-                                 graph={"auto": None, "on": True, "off": False}[args.graph])
+                                 graph={"auto": None, "on": True, "eval": True, "off": False}[args.graph])
     state = md.init(atoms, potential, temperature=300.0, seed=0)
     integrator = md.BussiNVT(dt=args.dt, temperature=300.0, tau=100.0)
-    stepper = md.Stepper(potential)
+    stepper = md.Stepper(potential, graphs=args.graph != "eval")
     md.run(state, potential, integrator, args.warmup, max_temperature=math.inf, stepper=stepper)
     builds, replays, evaluations = potential.rebuilds, stepper.replays, potential.evaluations
     seconds = timed(device, lambda: md.run(state, potential, integrator, args.steps, max_temperature=math.inf,
@@ -93,7 +93,7 @@ def bench(natoms: int, dtype: str, args: argparse.Namespace) -> dict:
     counts = {"rebuilds": potential.rebuilds - builds, "replays": stepper.replays - replays,
               "evaluations": potential.evaluations - evaluations}
     suffix = (":compressed" if args.compress else "") + (":sorted" if args.sorted_nlist else "")
-    suffix += {"auto": "", "on": ":graph", "off": ":eager"}[args.graph]
+    suffix += {"auto": "", "on": ":graph", "eval": ":graph-eval", "off": ":eager"}[args.graph]
     case = f"water:{dtype}:{len(atoms)}{suffix}"
     eval_ms = 1e3 * statistics.median(timed(device, lambda: potential.evaluators[0].evaluate_neighbors(
         potential.flat)) for _ in range(5))
@@ -104,6 +104,7 @@ def bench(natoms: int, dtype: str, args: argparse.Namespace) -> dict:
     return {"case": case, "atoms": len(atoms), "atom_steps_per_s": round(len(atoms) * args.steps / seconds, 1),
             "ms_per_step": round(ms_per_step, 3), **counts, "eval_ms": round(eval_ms, 3),
             "overhead": round(ms_per_step / eval_ms - 1, 3), "graph": potential.graphed is not None,
+            "step_graph": stepper.graph is not None,
             "peak_mem_MiB": peak_mib(device), "device": str(device)}
 
 
@@ -210,9 +211,10 @@ def main() -> None:
     parser.add_argument("--sorted-nlist", action="store_true",
                         help="sort each neighbour row by distance at every step (DeePMD's slot order; case suffix "
                              ":sorted) instead of the unsorted update MD uses")
-    parser.add_argument("--graph", choices=["auto", "on", "off"], default="auto",
-                        help="replay the evaluation from a CUDA graph (auto: up to 20,000 atoms on a GPU; case "
-                             "suffix :graph / :eager when forced)")
+    parser.add_argument("--graph", choices=["auto", "on", "eval", "off"], default="auto",
+                        help="replay the MD step (on) or only the evaluation (eval) from CUDA graphs, or neither "
+                             "(off); auto: the step, up to 20,000 atoms on a GPU (case suffix :graph, :graph-eval, "
+                             ":eager when not auto)")
     parser.add_argument("--profile", metavar="DIR", help="write torch.profiler's table of 5 more steps per case")
     parser.add_argument("--devi", type=int, default=0, metavar="N",
                         help="time the model deviation of N models (sequential and batched) instead of MD")
