@@ -87,9 +87,9 @@ class Stepper:
     inside the segment cuts it back (a replay).
     The rate is measured from the last build (or the first read of a new stepper); until a read measures it,
     segments double from `interval`. At most `max_interval` steps a segment.
-    Where the potential evaluates through a CUDA graph (`DeepPotential(graph=...)`), the whole step is replayed
-    from one (`deeppot.md.step_graph`; `graphs=False` keeps eager steps): the state's moving tensors are then
-    buffers that each step overwrites in place.
+    Where the potential asks for it (`DeepPotential.step_graphs`), the whole step is replayed from a CUDA graph
+    (`deeppot.md.step_graph`; `graphs=False` keeps eager steps): the state's moving tensors are then buffers that
+    each step overwrites in place.
     """
 
     def __init__(self, potential: Potential, interval: int = 4, max_interval: int = 100, graphs: bool = True) -> None:
@@ -139,7 +139,7 @@ class Stepper:
     def _segment(self, state: MDState, integrator: VelocityVerlet) -> tuple[Track, Callable[[], None]]:
         """The track of a segment and its step: a replay of the step's CUDA graph where the potential evaluates
         through one (`StepGraph`, captured again after each build), else the eager step."""
-        if self.graphs and getattr(self.potential, "graphed", None) is not None:
+        if self.graphs and getattr(self.potential, "step_graphs", False):
             if self.graph is None or not self.graph.valid(self.potential, integrator):
                 self.graph = None  # free the old graph's memory first
                 try:
