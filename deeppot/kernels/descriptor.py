@@ -282,7 +282,8 @@ def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool)
     """Between the two kernels of a fused stage: atomic energies (n,) float64 and dE/dT (n, 4, M1) from T, the
     fitting nets on their own type's atoms (per-type index lists: a host sync) or, sync_free, on every atom."""
     d = model.descriptor
-    desc = analytic.descriptor_from_t(t_mat, d.axis_neuron)[None].to(torch.float64)
+    # straight to the fitting precision (a float32 model used to round-trip D through float64: same values, 2 copies)
+    desc = analytic.descriptor_from_t(t_mat, d.axis_neuron)[None].to(model.fitting.dtype)
     groups = None
     if d.ntypes > 1 and not sync_free:
         groups = [torch.nonzero(center_type == t).reshape(-1) for t in range(d.ntypes)]
