@@ -1,0 +1,26 @@
+#!/bin/bash
+# Session 20, call 9 (H100): does the slot order (sorted by distance or not) change the evaluation time? (compressed and not)
+set -u
+export PYTHONUNBUFFERED=1
+T0=$(date +%s)
+el() { echo "== $(( $(date +%s) - T0 )) s: $*"; }
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+export PYTHONPATH=$PWD:/tmp/site:$PWD/benchmarks
+el train
+mkdir -p /tmp/w && cp -r examples/water/data /tmp/w/
+python3 - <<'PY'
+import json
+d = json.load(open("examples/water/input.json"))
+d["training"].update(numb_steps=10000, disp_freq=1000, save_freq=10000)
+d["learning_rate"].update(decay_steps=500, stop_lr=1e-6)
+json.dump(d, open("/tmp/w/input.json", "w"), indent=1)
+PY
+(cd /tmp/w && timeout 120 python3 -m deeppot train input.json > train.log 2>&1; python3 -m deeppot freeze -o water_f64.dp >> train.log 2>&1)
+tail -1 /tmp/w/lcurve.out
+python3 -c "from deeppot.io import load_model, save_model, cast_model; save_model(cast_model(load_model('/tmp/w/water_f64.dp'), 'float32'), '/tmp/w/water_f32.dp')"
+el order
+timeout 200 python3 benchmarks/md_bench.py --sizes 98304 --dtype float32 --model /tmp/w/water_f32.dp --steps 30 --warmup 5 --compress | tee -a $OUT/md.jsonl
+timeout 200 python3 benchmarks/md_bench.py --sizes 98304 --dtype float32 --model /tmp/w/water_f32.dp --steps 30 --warmup 5 --compress --sorted-nlist | tee -a $OUT/md.jsonl
+timeout 200 python3 benchmarks/md_bench.py --sizes 98304 --dtype float32 --model /tmp/w/water_f32.dp --steps 30 --warmup 5 | tee -a $OUT/md.jsonl
+timeout 200 python3 benchmarks/md_bench.py --sizes 98304 --dtype float32 --model /tmp/w/water_f32.dp --steps 30 --warmup 5 --sorted-nlist | tee -a $OUT/md.jsonl
+el end
