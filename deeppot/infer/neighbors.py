@@ -36,13 +36,13 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from deeppot.infer.candidates import select_from_candidates, unsorted_selection
 from deeppot.nlist import NeighborData
 from deeppot.nlist.cell_list import build_cell_list
 from deeppot.nlist.ghosts import as_box, frac_to_cart
-from deeppot.nlist.selection import NeighborOverflowWarning, distance, warn_overflow
+from deeppot.nlist.selection import NeighborOverflowWarning
 
-__all__ = ["SkinNeighborList", "SkinReference", "default_capacity", "select_from_candidates",
-           "select_in_candidate_order", "spectral_norm_bound", "split_by_type"]
+__all__ = ["SkinNeighborList", "SkinReference", "default_capacity", "spectral_norm_bound"]
 
 log = logging.getLogger(__name__)
 
@@ -311,106 +311,3 @@ def extended_positions(ref: SkinReference, coord: Tensor, box: Tensor | None) ->
     if ref.padding is not None:
         ext_coord = torch.where(ref.padding, ref.pad_coord.to(coord.dtype), ext_coord)
     return ext_coord
-
-
-def select_from_candidates(
-    ext_coord: Tensor,
-    ext_atype: Tensor,
-    candidates: Tensor,
-    cand_type: Tensor,
-    rcut: float,
-    sel: Sequence[int],
-    check_overflow: bool = False,
-) -> Tensor:
-    """`deeppot.nlist.format_nlist` for a candidate list whose types are known, without host syncs.
-
-    Args:
-        ext_coord: (nf, nall, 3) extended positions; the first nloc are the centres.
-        ext_atype: (nf, nall) int64 types (centres of type < 0 get an empty row).
-        candidates: (nf, nloc, ncand) int64 extended indices, never the centre itself, ascending in each row with the
-            -1 padding last (`compact_candidates`); another order gives the same neighbours, ties in another order.
-        cand_type: (nf, nloc, ncand) int64 their types, -1 for padding (never a neighbour).
-        rcut: cutoff (r == rcut is kept).
-        sel: maximal neighbours per type.
-        check_overflow: warn when a type has more than sel[t] candidates within rcut (a host sync).
-
-    Returns:
-        nlist (nf, nloc, sum(sel)) int64: the sum(sel) nearest within rcut, split into per-type blocks of ascending
-        distance (ties by extended index), -1 padded; the rule of every builder (spec §3.2). Of atoms tied at the
-        sum(sel)-th distance (only when a row overflows), the lowest indices stay, where format_nlist's top-k picks.
-    """
-    nf, nloc, ncand = candidates.shape
-    with torch.no_grad():
-        j = candidates.clamp(min=0)
-        nbr = torch.gather(ext_coord, 1, j.reshape(nf, -1, 1).expand(-1, -1, 3)).reshape(nf, nloc, ncand, 3)
-        rr = distance(ext_coord[:, :nloc, None, :], nbr)
-        rr = rr.masked_fill((cand_type < 0) | (rr > rcut), float("inf"))
-        # One stable sort: columns ascend by extended index, so equal distances stay in index order (`nearest`'s
-        # tie rule) and the first sum(sel) columns are the nearest.
-        r_near, cols = torch.sort(rr, dim=-1, stable=True)
-        nnei = sum(sel)
-        r_near, cols = r_near[..., :nnei], cols[..., :nnei]
-        t_near = torch.gather(cand_type, -1, cols).masked_fill(torch.isinf(r_near), -1)
-        nlist = split_by_type(torch.gather(j, -1, cols), t_near, sel)
-        virtual = (ext_atype[:, :nloc] < 0)[..., None]
-        if check_overflow:
-            within = torch.isfinite(rr)
-            count = torch.stack([(within & (cand_type == t)).sum(-1) for t in range(len(sel))], dim=-1)
-            warn_overflow(count.masked_fill(virtual, 0), sel, rcut)
-        return nlist.masked_fill(virtual, -1)
-
-
-def unsorted_selection(device: torch.device):
-    """`select_in_candidate_order`, or on a CUDA device with Triton its one-kernel twin
-    (`deeppot.kernels.selection`, equal entry for entry)."""
-    if device.type == "cuda":
-        from deeppot.kernels import embedding
-
-        if embedding.triton is not None:
-            from deeppot.kernels.selection import select_in_candidate_order as kernel
-
-            return kernel
-    return select_in_candidate_order
-
-
-def select_in_candidate_order(ext_coord: Tensor, ext_atype: Tensor, candidates: Tensor, cand_type: Tensor,
-                              rcut: float, sel: Sequence[int]) -> tuple[Tensor, Tensor]:
-    """Every candidate within rcut, per-type blocks in candidate order: `select_from_candidates` without its sort.
-
-    The energy is a sum over the slots of a block (whose statistics are the same for every slot), so while no
-    type exceeds its sel this list gives the energies of DeePMD's list to rounding. Arguments as
-    `select_from_candidates`. Returns nlist (nf, nloc, sum(sel)) and a 0-dim bool on the device: whether some row
-    had more neighbours of a type than its sel (it then keeps the lowest-index ones, not the nearest).
-    """
-    nf, nloc, ncand = candidates.shape
-    with torch.no_grad():
-        j = candidates.clamp(min=0)
-        nbr = torch.gather(ext_coord, 1, j.reshape(nf, -1, 1).expand(-1, -1, 3)).reshape(nf, nloc, ncand, 3)
-        within = (cand_type >= 0) & (distance(ext_coord[:, :nloc, None, :], nbr) <= rcut)
-        within &= (ext_atype[:, :nloc] >= 0)[..., None]  # virtual centres get an empty row
-        return split_by_type(j, torch.where(within, cand_type, -1), sel, overflow=True)
-
-
-def split_by_type(idx: Tensor, itype: Tensor, sel: Sequence[int], overflow: bool = False):
-    """Distance-sorted neighbours -> per-type blocks, as `deeppot.nlist.selection.split_by_type` but sync-free (that
-    one copies its slot layout from the host, a sync on a GPU) and without a sort: each entry's rank inside its type
-    comes from a running count, and one scatter puts it in place.
-
-    idx, itype: (..., k) int64 neighbours in ascending distance and their types (-1: dropped).
-    Returns (..., sum(sel)) int64: slot s of block t holds the s-th type-t entry of idx, or -1; with `overflow`
-    also a 0-dim bool tensor: whether some row had more type-t entries than sel[t] for some t.
-    """
-    nnei, k = sum(sel), idx.shape[-1]
-    over = torch.zeros((), dtype=torch.bool, device=idx.device)
-    # Entries that get no slot go to columns of their own past nnei: the scatter then writes no place twice.
-    pos = (nnei + torch.arange(k, device=idx.device)).expand(idx.shape)
-    start = 0
-    for t, width in enumerate(sel):
-        is_t = itype == t
-        rank = torch.cumsum(is_t, dim=-1) - 1  # (..., k) rank of each type-t entry among type t
-        pos = torch.where(is_t & (rank < width), start + rank, pos)
-        if overflow:
-            over = over | (rank[..., -1:] >= width).any()  # rank of the row's last entry = count - 1
-        start += width
-    out = idx.new_full((*idx.shape[:-1], nnei + k), -1).scatter_(-1, pos, idx)
-    return (out[..., :nnei], over) if overflow else out[..., :nnei]

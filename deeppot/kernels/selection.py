@@ -1,5 +1,5 @@
 """The per-step neighbour selection of MD in one Triton kernel: the fast twin of
-`deeppot.infer.neighbors.select_in_candidate_order`.
+`deeppot.infer.candidates.select_in_candidate_order`.
 
 Between builds of the Verlet-skin list, every MD step turns each centre's candidates (those within rcut + skin at
 the build) into the DeePMD list: the candidates within rcut, per-type blocks of width sel, in candidate order. The

@@ -16,13 +16,8 @@ import torch
 from helpers import EXAMPLE_DATA, make_model
 from torch.overrides import TorchFunctionMode
 
-from deeppot.infer.neighbors import (
-    SkinNeighborList,
-    select_from_candidates,
-    select_in_candidate_order,
-    spectral_norm_bound,
-    split_by_type,
-)
+from deeppot.infer.candidates import select_from_candidates, select_in_candidate_order, split_by_type
+from deeppot.infer.neighbors import SkinNeighborList, spectral_norm_bound
 from deeppot.nlist import NeighborData, NeighborOverflowWarning, build_neighbor_data, format_nlist
 from deeppot.nlist.selection import split_by_type as nlist_split_by_type
 from deeppot.nlist.testing import check_nlist_layout, sort_rows

@@ -1,4 +1,4 @@
-"""The MD neighbour-selection kernel against its PyTorch twin (`deeppot.infer.neighbors.select_in_candidate_order`):
+"""The MD neighbour-selection kernel against its PyTorch twin (`deeppot.infer.candidates.select_in_candidate_order`):
 the same list entry for entry and the same overflow flag, on skin-list candidates of periodic, triclinic,
 small-cell and non-periodic systems, with virtual atoms, after moves, and with sel too small."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from deeppot.infer.candidates import select_in_candidate_order as reference
 from deeppot.infer.neighbors import SkinNeighborList, extended_positions
-from deeppot.infer.neighbors import select_in_candidate_order as reference
 
 kernels = pytest.importorskip("deeppot.kernels.selection")
 if kernels.embedding.triton is None:
