@@ -59,6 +59,10 @@ class MDOptions:
     fmt: str | None = None  # ASE format of the structure file, when its name does not tell
     max_temperature: float | None = None
     precision: str | None = None  # float32 | float64: run the models in it (default: as they were trained)
+    graph: str = "auto"  # CUDA graphs: auto (small systems on a GPU), on, off (`DeepPotential(graph=...)`)
+
+
+GRAPH_CHOICES = {"auto": None, "on": True, "off": False}
 
 
 def make_integrator(opts: MDOptions) -> VelocityVerlet | StochasticCellRescaling:
@@ -115,12 +119,12 @@ def _start(opts: MDOptions, models: list) -> tuple[MDState, DeepPotential]:
         data = read_restart(opts.restart)
         atype = atom_types(data["symbols"], type_map)  # from the names: the models may order their types otherwise
         data["atype"] = atype
-        potential = DeepPotential(models, atype, opts.skin, opts.device)
+        potential = DeepPotential(models, atype, opts.skin, opts.device, graph=GRAPH_CHOICES[opts.graph])
         return load_restart(data, potential, make_integrator(opts).settings()), potential
     if opts.structure is None:
         raise ValueError("a structure (-c) or a restart file (--restart) is needed")
     atoms = read_structure(opts.structure, type_map, opts.fmt)
-    potential = DeepPotential.for_atoms(models, atoms, opts.skin, opts.device)
+    potential = DeepPotential.for_atoms(models, atoms, opts.skin, opts.device, graph=GRAPH_CHOICES[opts.graph])
     return init(atoms, potential, opts.temperature, opts.seed), potential
 
 

@@ -108,12 +108,14 @@ class DeepPotential:
 
     @classmethod
     def for_atoms(cls, models: Sequence[EnergyModel | str | Path], atoms: Atoms, skin: float = 2.0,
-                  device: torch.device | str | None = None, batched: bool | None = None) -> DeepPotential:
+                  device: torch.device | str | None = None, batched: bool | None = None,
+                  graph: bool | None = None) -> DeepPotential:
         """The potential of model files or `EnergyModel`s for these ASE atoms (types from their symbols)."""
         from deeppot.io import load_model
 
         models = [m if isinstance(m, EnergyModel) else load_model(m) for m in models]
-        return cls(models, atom_types(atoms.get_chemical_symbols(), models[0].type_map), skin, device, batched)
+        return cls(models, atom_types(atoms.get_chemical_symbols(), models[0].type_map), skin, device, batched,
+                   graph=graph)
 
     @property
     def model(self) -> EnergyModel:

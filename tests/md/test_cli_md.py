@@ -115,3 +115,14 @@ def test_lammps_data_structure(files, tmp_path):
     assert main(["md", "-m", str(files / "m0.dp"), "-c", str(tmp_path / "start.lmp"), "--format", "lammps-data",
                  "--device", "cpu", "--steps", "2", "--thermo", "1", "-o", str(tmp_path / "out")]) == 0
     assert read(tmp_path / "out" / "traj.extxyz", 0).get_chemical_symbols() == water_like().get_chemical_symbols()
+
+
+def test_graph_switch(files, tmp_path, capsys):
+    """--graph off runs as auto does on a CPU (no graph there); --graph on asks for what a CPU cannot do: a clear
+    error, no traceback."""
+    assert md(files, tmp_path / "off", "--steps", "3", "--graph", "off") == 0
+    assert md(files, tmp_path / "auto", "--steps", "3") == 0
+    np.testing.assert_array_equal(thermo_rows(tmp_path / "off" / "thermo.out"),
+                                  thermo_rows(tmp_path / "auto" / "thermo.out"))
+    assert md(files, tmp_path / "on", "--steps", "3", "--graph", "on") == 1
+    assert "CUDA graphs need a CUDA device" in capsys.readouterr().err
