@@ -103,12 +103,16 @@ class SkinNeighborList:
             exceeds its sel, so the same energies to rounding, without a sort per step (for MD). An overflow is
             recorded on the device and warned of at the next build.
 
-    Every build may change nall (ghosts come and go) and the candidate width, so a CUDA graph that captured
-    `update` (and whatever consumes its output) is captured again after a build.
+        static: keep the build's tensors in fixed-capacity buffers (25% room for extended atoms and candidates) and
+            copy later builds into them while they fit, so that a CUDA graph that captured `update` (and whatever
+            consumes it) stays valid across builds; `generation` counts the (re)allocations.
+
+    Otherwise every build may change nall (ghosts come and go) and the candidate width, so a CUDA graph that
+    captured `update` is captured again after a build (`generation` then counts the builds).
     """
 
     def __init__(self, rcut: float, sel: Sequence[int], skin: float, capacity: Sequence[int] | None = None,
-                 sort: bool = True):
+                 sort: bool = True, static: bool = False):
         if not rcut > 0 or not skin >= 0 or len(sel) == 0 or min(sel) < 0:
             raise ValueError(f"expected rcut > 0, skin >= 0 and a non-empty sel of non-negative ints, got "
                              f"rcut={rcut}, skin={skin}, sel={sel}")
@@ -117,10 +121,11 @@ class SkinNeighborList:
             raise ValueError(f"capacity {capacity} must give one width >= sel[t] per type (sel {sel})")
         self.rcut, self.skin, self.sel = float(rcut), float(skin), list(sel)
         self.capacity = list(capacity) if capacity is not None else default_capacity(sel, rcut, skin)
-        self.sort = sort
+        self.sort, self.static = sort, static
         self.builds = 0  # how many times `build` ran
+        self.generation = 0  # how many times the reference tensors were allocated (each build unless static)
         self.ref: SkinReference | None = None
-        self.overflow: Tensor | None = None  # unsorted updates: whether a type exceeded its sel since the last build
+        self.overflow: Tensor | None = None  # unsorted updates: whether a type exceeded its sel since the last report
 
     def build(self, coord: Tensor, atype: Tensor, box: Tensor | None = None, check_overflow: bool = True
               ) -> NeighborData:
@@ -144,7 +149,10 @@ class SkinNeighborList:
         self._report_overflow()
         coord_ref = coord.detach()
         ext_coord, ext_atype, mapping, cand = self._candidates(coord_ref, atype, boxes)
-        self.ref = make_reference(coord_ref, boxes, ext_coord, ext_atype, mapping, cand, self.sel)
+        ref = make_reference(coord_ref, boxes, ext_coord, ext_atype, mapping, cand, self.sel)
+        if self.static:
+            ref, fresh = into_buffers(self.ref, ref)
+        self.ref, self.generation = ref, self.generation + (fresh if self.static else 1)
         self.builds += 1
         return self.update(coord, box, check_overflow=check_overflow)
 
@@ -182,7 +190,9 @@ class SkinNeighborList:
         else:
             nlist, over = unsorted_selection(ext_coord.device)(ext_coord, ref.ext_atype, ref.candidates,
                                                                 ref.cand_type, self.rcut, ref.sel)
-            self.overflow = over if self.overflow is None else self.overflow | over
+            if self.overflow is None:
+                self.overflow = torch.zeros((), dtype=torch.bool, device=over.device)
+            self.overflow.logical_or_(over)  # in place: a CUDA graph that captured this keeps accumulating
             if check_overflow:
                 self._report_overflow()
         return NeighborData(ext_coord, ref.ext_atype, ref.mapping, nlist)
@@ -193,7 +203,7 @@ class SkinNeighborList:
             warnings.warn(f"neighbour list overflow: some atom had more neighbours of a type within rcut "
                           f"{self.rcut} than sel {self.sel}; the unsorted list kept the lowest-index ones, not the "
                           f"nearest (raise sel)", NeighborOverflowWarning, stacklevel=3)
-        self.overflow = None
+            self.overflow.zero_()
 
     def needs_rebuild(self, coord: Tensor, box: Tensor | None = None) -> Tensor:
         """Whether the candidates may miss a neighbour at (coord, box): 0-dim bool on the device, no host sync.
@@ -289,6 +299,41 @@ def make_reference(coord: Tensor, box: Tensor | None, ext_coord: Tensor, ext_aty
     cand_type = cand_type.masked_fill(cand < 0, -1)
     return SkinReference(ext_atype, mapping, owner_index, shift, padding, pad_coord, cand, cand_type, coord, box,
                          box_inv, frac, tuple(sel))
+
+
+ROOM = 1.25  # static references: room for this many times the extended atoms and candidates of the first build
+
+
+def into_buffers(old: SkinReference | None, new: SkinReference) -> tuple[SkinReference, bool]:
+    """`new` padded to fixed capacities: copied into `old`'s tensors (the same objects, so CUDA graphs that read them
+    stay valid) when it fits, else into new tensors with ROOM. Returns the reference and whether it is new.
+
+    Padding extended atoms are of type -1 at their owner 0 with no shift (`padding` marks them, so `update` puts
+    them at `pad_coord`); padding candidates are -1. Nothing refers to either.
+    """
+    nf, nall = new.mapping.shape
+    ncand = new.candidates.shape[-1]
+    fits = old is not None and old.mapping.shape[0] == nf and (old.shift is None) == (new.shift is None) and \
+        nall <= old.mapping.shape[1] and ncand <= old.candidates.shape[-1]
+    room_atoms = old.mapping.shape[1] if fits else math.ceil(ROOM * nall)
+    room_cand = old.candidates.shape[-1] if fits else math.ceil(ROOM * ncand)
+    grow = lambda t, width, fill, dim=1: torch.cat(  # noqa: E731
+        [t, t.new_full((*t.shape[:dim], width - t.shape[dim], *t.shape[dim + 1:]), fill)], dim=dim)
+    real = new.ext_atype >= 0 if new.padding is None else ~new.padding[..., 0]
+    mapping = grow(new.mapping, room_atoms, 0)
+    padded = SkinReference(
+        grow(new.ext_atype, room_atoms, -1), mapping, mapping[..., None].expand(nf, room_atoms, 3),
+        None if new.shift is None else grow(new.shift, room_atoms, 0.0), grow(~real[..., None], room_atoms, True),
+        grow(new.pad_coord if new.pad_coord is not None else torch.zeros_like(new.coord[:, :1]).expand(
+            nf, nall, 3), room_atoms, 0.0), grow(new.candidates, room_cand, -1, dim=2),
+        grow(new.cand_type, room_cand, -1, dim=2), new.coord, new.box, new.box_inv, new.frac, new.sel)
+    if not fits:
+        return padded, True
+    for name in ("ext_atype", "mapping", "shift", "padding", "pad_coord", "candidates", "cand_type", "coord", "box",
+                 "box_inv", "frac"):
+        if getattr(old, name) is not None:
+            getattr(old, name).copy_(getattr(padded, name))
+    return old, False
 
 
 def compact_candidates(cand: Tensor, nall: int) -> Tensor:

@@ -102,6 +102,7 @@ class Stepper:
         self.rebuild_next: bool | None = None  # None: not known yet (a new stepper, e.g. after a restart)
         self.graphs = graphs  # replay steps from CUDA graphs where the potential evaluates through one
         self.graph: StepGraph | None = None
+        self.captures = 0  # step graphs captured
 
     def next_stop(self, step: int) -> int:
         """Where the segment starting at `step` should end."""
@@ -138,12 +139,13 @@ class Stepper:
 
     def _segment(self, state: MDState, integrator: VelocityVerlet) -> tuple[Track, Callable[[], None]]:
         """The track of a segment and its step: a replay of the step's CUDA graph where the potential evaluates
-        through one (`StepGraph`, captured again after each build), else the eager step."""
+        through one (`StepGraph`, captured again when a build outgrew the neighbour buffers), else the eager step."""
         if self.graphs and getattr(self.potential, "step_graphs", False):
             if self.graph is None or not self.graph.valid(self.potential, integrator):
                 self.graph = None  # free the old graph's memory first
                 try:
                     self.graph = StepGraph(self.potential, state, integrator)
+                    self.captures += 1
                 except RuntimeError as error:  # e.g. an operation that cannot be captured: run eagerly
                     log.warning("MD steps run eagerly: the step could not be captured in a CUDA graph (%s)", error)
                     self.graphs = False

@@ -101,7 +101,8 @@ class DeepPotential:
         self.graphed = self._graphed(graph)
         self.step_graphs = self.graphed is not None and (graph or self.atype.shape[1] <= STEP_GRAPH_MAX_ATOMS)
         self.capturing = False  # inside the capture of a whole MD step (`deeppot.md.step_graph`): no nested graph
-        self.nlist = SkinNeighborList(first.rcut, first.sel, skin, sort=sort_neighbors)
+        # with graphs, fixed-capacity neighbour buffers: a build refills them and the graphs stay valid
+        self.nlist = SkinNeighborList(first.rcut, first.sel, skin, sort=sort_neighbors, static=self.graphed is not None)
         self.flat: FlatNeighbors | None = None  # the neighbour data of the last `compute`
         self.evaluations = 0  # calls of `compute` (steps run twice after a late rebuild count twice)
         self.warned_close = False

@@ -3,10 +3,12 @@
 Between two builds of the skin list every step does the same work on the same shapes: the integrator's kicks, drift
 and thermostat, the neighbour update, the evaluation, and the `Stepper`'s bookkeeping (`Track`). For a small
 system that is ~100 kernel launches of a few microseconds each, so the step is bound by the host. `StepGraph`
-captures the step once per build and replays it in place: the state's moving tensors and the track become static
-buffers that each replay overwrites (callbacks that keep a state tensor beyond the call must clone it).
-The thermostats' noise comes from the state's generator, registered with the graph, so a replayed run draws the
-same numbers as an eager one; `tests/gpu/test_md_gpu.py` checks that graphed and eager runs agree.
+captures the step once and replays it in place; the skin list keeps its build in fixed-capacity buffers
+(`SkinNeighborList(static=True)`), so a graph is captured again only when a build outgrows them. The state's moving
+tensors and the track become static buffers that each replay overwrites (callbacks that keep a state tensor
+beyond the call must clone it). The thermostats' noise comes from the state's generator, registered with the
+graph, so a replayed run draws the same numbers as an eager one; `tests/gpu/test_md_gpu.py` checks that graphed
+and eager runs agree.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def optimistic_step(potential, state, integrator, track: Track) -> None:
 
 
 class StepGraph:
-    """`optimistic_step` captured for the current neighbour list (valid until the potential's next build).
+    """`optimistic_step` captured on the potential's neighbour buffers (valid until a build outgrows them).
 
         graph = StepGraph(potential, state, integrator)   # warm-up on copies, then the capture
         track = graph.start(state)                          # the state's moving tensors become the graph's buffers
@@ -77,7 +79,7 @@ class StepGraph:
     """
 
     def __init__(self, potential, state, integrator) -> None:
-        self.potential, self.integrator, self.builds = potential, integrator, potential.rebuilds
+        self.potential, self.integrator, self.generation = potential, integrator, potential.nlist.generation
         self.buffers = {name: value.clone() for name, value in state.moving().items()}
         self.track = Track.start(replace(state, **self.buffers))
         self.track.kept = {name: value.clone() for name, value in self.buffers.items()}
@@ -111,7 +113,8 @@ class StepGraph:
                 buffer.copy_(track.kept[name])
 
     def valid(self, potential, integrator) -> bool:
-        return potential.rebuilds == self.builds and integrator is self.integrator
+        """Whether the graph still reads the potential's neighbour buffers (refilled in place by builds that fit)."""
+        return potential.nlist.generation == self.generation and integrator is self.integrator
 
     def start(self, state) -> Track:
         """Point the state's moving tensors at the buffers (holding its current values) and reset the track for a

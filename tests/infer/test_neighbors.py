@@ -305,6 +305,36 @@ def test_unsorted_update_gives_the_same_energy_and_forces():
         torch.testing.assert_close(out[1][key], out[0][key], rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore::deeppot.nlist.NeighborOverflowWarning")  # the big moves crowd some atoms
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("sort", [True, False])
+def test_static_buffers_give_the_same_list_and_survive_builds(name, sort):
+    """static=True: the same list as without (padding rows and columns appended), builds refill the same tensors
+    while they fit (a graph that read them stays valid), and a build that outgrows them allocates anew."""
+    coord, atype, box, rcut, sel, skin = make_case(name)
+    plain, static = SkinNeighborList(rcut, sel, skin, sort=sort), SkinNeighborList(rcut, sel, skin, sort=sort,
+                                                                                    static=True)
+    for nl in (plain, static):
+        nl.build(coord, atype, box)
+    tensors = [id(t) for t in vars(static.ref).values() if isinstance(t, torch.Tensor)]
+    for step in range(3):
+        moved = displace(coord, 0.9 * skin, seed=30 + step)  # far enough to need the builds below
+        for nl in (plain, static):
+            nl.build(moved, atype, box)
+        moved = displace(moved, skin / 2, seed=40 + step)
+        want, got = plain.update(moved, box), static.update(moved, box)
+        nall = want.ext_coord.shape[1]
+        assert torch.equal(got.nlist, want.nlist)
+        assert torch.equal(got.ext_coord[:, :nall], want.ext_coord) and torch.equal(got.mapping[:, :nall],
+                                                                                       want.mapping)
+        assert (got.ext_atype[:, nall:] == -1).all()
+        torch.testing.assert_close(static.skin_used(moved, box), plain.skin_used(moved, box), rtol=0, atol=0)
+    assert static.generation == 1 and plain.generation == 4
+    assert [id(t) for t in vars(static.ref).values() if isinstance(t, torch.Tensor)] == tensors
+    static.build(torch.cat([coord, coord + 0.5], dim=1), torch.cat([atype, atype], dim=1), box)  # twice the atoms
+    assert static.generation == 2
+
+
 @pytest.mark.parametrize(("k", "sel"), [(12, [3, 4, 2]), (5, [3, 4, 2]), (30, [1, 0, 6])])
 def test_split_by_type_equals_the_nlist_one(k, sel):
     """The sort-free split against deeppot.nlist's, with dropped entries (-1) and types beyond their sel."""
