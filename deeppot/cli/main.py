@@ -343,8 +343,7 @@ def _add_md_command(sub) -> None:
                    help="run the models in this precision (default: each model's own; float32 is 2-3x faster at "
                         "scale, and a float64 model cast to it conserved energy as well in NVE, docs/md.md)")
     p.add_argument("--graph", choices=["auto", "on", "off"], default="auto",
-                   help="replay the evaluation and, for small systems, the whole step from CUDA graphs (auto: up to "
-                        "20,000 / 4,096 atoms on a GPU; docs/md.md)")
+                   help="replay each MD step from a CUDA graph (auto: up to 20,000 atoms on a GPU; docs/md.md)")
     p.add_argument("-o", "--output", default=".", help="folder for thermo.out, traj.extxyz, restart.pt")
     p.add_argument("--restart", default=None, help="continue from a restart file (restart.pt)")
     p.set_defaults(func=_md)

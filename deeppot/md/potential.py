@@ -37,10 +37,6 @@ log = logging.getLogger(__name__)
 # Up to this many atoms a CUDA-graph replay of the evaluation is the default (H100, water: 192 atoms 4.3 -> 0.5 ms,
 # 12,288 atoms 10.2 -> 9.1 ms; at 98,304 atoms the graph, whose fitting nets run on every atom, was 4% slower).
 GRAPH_MAX_ATOMS = 20_000
-# Up to this many the whole MD step is replayed from a graph as well (`deeppot.md.step_graph`; H100, water f32:
-# 192 atoms 2.9 -> 1.2 ms a step, 1,536 atoms 2.6 -> 2.2 ms; at 12,288 atoms the capture after each build cost more
-# than the replays saved: 8.6 -> 9.0 ms).
-STEP_GRAPH_MAX_ATOMS = 4096
 OUTPUTS = ("energy", "force", "virial")
 
 
@@ -77,10 +73,10 @@ class DeepPotential:
     sort_neighbors: False (the default) updates the list without sorting each row by distance
     (`SkinNeighborList(sort=False)`: the same neighbours, so the same energies to rounding, for less per step);
     True keeps DeePMD's slot order, as `DeepPot` has it.
-    graph: replay the first model's evaluation from a CUDA graph (`deeppot.infer.graph.GraphedEvaluation`, one
-    graph for the whole run), and with it the whole MD step (`step_graphs`, read by `deeppot.md.Stepper`); None:
-    the evaluation on a CUDA device for up to GRAPH_MAX_ATOMS atoms, where launches, not arithmetic, bound a step,
-    and the whole step for up to STEP_GRAPH_MAX_ATOMS.
+    graph: replay the first model's evaluation from a CUDA graph (`deeppot.infer.graph.GraphedEvaluation`), and
+    with it the whole MD step (`step_graphs`, read by `deeppot.md.Stepper`), one graph for the run (the skin list
+    keeps fixed-capacity buffers); None: on a CUDA device for up to GRAPH_MAX_ATOMS atoms, where launches, not
+    arithmetic, bound a step.
     """
 
     def __init__(self, models: Sequence[EnergyModel], atype: Tensor, skin: float = 2.0,
@@ -99,7 +95,8 @@ class DeepPotential:
         self.device = self.evaluators[0].device
         self.atype = atype.to(self.device)[None]  # (1, N)
         self.graphed = self._graphed(graph)
-        self.step_graphs = self.graphed is not None and (graph or self.atype.shape[1] <= STEP_GRAPH_MAX_ATOMS)
+        # the whole step too (H100, water f32, run 29: 192 atoms 2.9 -> 0.85 ms, 12,288 atoms 8.7 -> 8.1 ms a step)
+        self.step_graphs = self.graphed is not None
         self.capturing = False  # inside the capture of a whole MD step (`deeppot.md.step_graph`): no nested graph
         # with graphs, fixed-capacity neighbour buffers: a build refills them and the graphs stay valid
         self.nlist = SkinNeighborList(first.rcut, first.sel, skin, sort=sort_neighbors, static=self.graphed is not None)

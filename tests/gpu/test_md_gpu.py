@@ -67,5 +67,10 @@ def test_graphed_md_equals_eager_md(integrator):
         assert pot.rebuilds == eager_pot.rebuilds
         assert (stepper.graph is not None) == step_graphs
         assert stepper.replays > 0 or not late
-        # one capture for the run: the builds refill the skin list's fixed-capacity buffers
-        assert (stepper.captures if step_graphs else pot.graphed.captures) == 1 and pot.nlist.generation == 1
+        # a capture per allocation of the skin list's buffers, which the builds refill: one, or two where the NPT
+        # run's compressed box needed more room
+        assert pot.nlist.generation <= (2 if integrator == "npt" else 1)
+        if step_graphs:
+            assert stepper.captures == pot.nlist.generation
+        else:
+            assert pot.graphed.captures <= pot.nlist.generation
