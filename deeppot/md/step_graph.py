@@ -90,6 +90,7 @@ class StepGraph:
         finally:
             potential.capturing = False
             potential.evaluations = evaluations
+        self.flat = potential.flat  # the neighbour data the replays refresh (deviation() reads it)
         log.debug("captured an MD step of %d atoms", state.natoms)
 
     def _capture(self, potential, state, integrator, rng: Tensor) -> None:
@@ -129,6 +130,7 @@ class StepGraph:
         self.track.near.fill_(False)
         self.track.used.zero_()
         self.track.step.fill_(state.step)
+        self.potential.flat = self.flat  # an eager step in between (a rebuild) had put its own data there
         return self.track
 
     def replay(self) -> None:

@@ -74,3 +74,19 @@ def test_graphed_md_equals_eager_md(integrator):
             assert stepper.captures == pot.nlist.generation
         else:
             assert pot.graphed.captures <= pot.nlist.generation
+
+
+def test_deviation_after_graphed_steps_is_at_the_current_positions():
+    """Model deviation reads the neighbour data of the last step: after graph replays (and eager rebuild steps in
+    between) it must be that of the current positions, as a fresh eager potential computes it there."""
+    models = [make_model(seed=k, sel=(24, 24), rcut=4.0, resnet_dt=False) for k in (0, 1)]
+    atoms = water_like()
+    pot = md.DeepPotential.for_atoms(models, atoms, 0.5, "cuda")
+    state = md.init(atoms, pot, temperature=300.0, seed=3)
+    stepper = md.Stepper(pot)
+    md.run(state, pot, md.BussiNVT(dt=0.5, temperature=300.0, tau=20.0), 60, stepper=stepper)
+    assert stepper.graph is not None and pot.rebuilds > 2
+    fresh = md.DeepPotential.for_atoms(models, atoms, 0.5, "cuda", graph=False)
+    fresh.compute(state.positions.clone(), state.cell.clone(), rebuild=True)
+    torch.testing.assert_close(torch.as_tensor(pot.deviation()), torch.as_tensor(fresh.deviation()), rtol=1e-8,
+                               atol=1e-10)
