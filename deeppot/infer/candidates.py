@@ -8,6 +8,7 @@ MD uses: the energy is a sum over a block's slots); `unsorted_selection` picks i
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import torch
@@ -44,11 +45,9 @@ def select_from_candidates(
         distance (ties by extended index), -1 padded; the rule of every builder (spec §3.2). Of atoms tied at the
         sum(sel)-th distance (only when a row overflows), the lowest indices stay, where format_nlist's top-k picks.
     """
-    nf, nloc, ncand = candidates.shape
+    nloc = candidates.shape[1]
     with torch.no_grad():
-        j = candidates.clamp(min=0)
-        nbr = torch.gather(ext_coord, 1, j.reshape(nf, -1, 1).expand(-1, -1, 3)).reshape(nf, nloc, ncand, 3)
-        rr = distance(ext_coord[:, :nloc, None, :], nbr)
+        j, rr = candidate_distances(ext_coord, candidates)
         rr = rr.masked_fill((cand_type < 0) | (rr > rcut), float("inf"))
         # One stable sort: columns ascend by extended index, so equal distances stay in index order (`nearest`'s
         # tie rule) and the first sum(sel) columns are the nearest.
@@ -65,6 +64,15 @@ def select_from_candidates(
         return nlist.masked_fill(virtual, -1)
 
 
+def candidate_distances(ext_coord: Tensor, candidates: Tensor) -> tuple[Tensor, Tensor]:
+    """The candidates' indices with the padding at 0 (nf, nloc, ncand) and their distances from the centres."""
+    nf, nloc, ncand = candidates.shape
+    j = candidates.clamp(min=0)
+    nbr = torch.gather(ext_coord, 1, j.reshape(nf, -1, 1).expand(-1, -1, 3)).reshape(nf, nloc, ncand, 3)
+    return j, distance(ext_coord[:, :nloc, None, :], nbr)
+
+
+@functools.cache  # called every MD step: the choice is made once per device
 def unsorted_selection(device: torch.device):
     """`select_in_candidate_order`, or on a CUDA device with Triton its one-kernel twin
     (`deeppot.kernels.selection`, equal entry for entry)."""
@@ -87,11 +95,10 @@ def select_in_candidate_order(ext_coord: Tensor, ext_atype: Tensor, candidates: 
     `select_from_candidates`. Returns nlist (nf, nloc, sum(sel)) and a 0-dim bool on the device: whether some row
     had more neighbours of a type than its sel (it then keeps the lowest-index ones, not the nearest).
     """
-    nf, nloc, ncand = candidates.shape
+    nloc = candidates.shape[1]
     with torch.no_grad():
-        j = candidates.clamp(min=0)
-        nbr = torch.gather(ext_coord, 1, j.reshape(nf, -1, 1).expand(-1, -1, 3)).reshape(nf, nloc, ncand, 3)
-        within = (cand_type >= 0) & (distance(ext_coord[:, :nloc, None, :], nbr) <= rcut)
+        j, rr = candidate_distances(ext_coord, candidates)
+        within = (cand_type >= 0) & (rr <= rcut)
         within &= (ext_atype[:, :nloc] >= 0)[..., None]  # virtual centres get an empty row
         return split_by_type(j, torch.where(within, cand_type, -1), sel, overflow=True)
 

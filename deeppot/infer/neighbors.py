@@ -319,13 +319,13 @@ def into_buffers(old: SkinReference | None, new: SkinReference) -> tuple[SkinRef
     room_cand = old.candidates.shape[-1] if fits else math.ceil(ROOM * ncand)
     grow = lambda t, width, fill, dim=1: torch.cat(  # noqa: E731
         [t, t.new_full((*t.shape[:dim], width - t.shape[dim], *t.shape[dim + 1:]), fill)], dim=dim)
-    real = new.ext_atype >= 0 if new.padding is None else ~new.padding[..., 0]
     mapping = grow(new.mapping, room_atoms, 0)
+    pad_coord = new.coord.new_zeros(nf, nall, 3) if new.pad_coord is None else new.pad_coord  # read where padding
     padded = SkinReference(
         grow(new.ext_atype, room_atoms, -1), mapping, mapping[..., None].expand(nf, room_atoms, 3),
-        None if new.shift is None else grow(new.shift, room_atoms, 0.0), grow(~real[..., None], room_atoms, True),
-        grow(new.pad_coord if new.pad_coord is not None else torch.zeros_like(new.coord[:, :1]).expand(
-            nf, nall, 3), room_atoms, 0.0), grow(new.candidates, room_cand, -1, dim=2),
+        None if new.shift is None else grow(new.shift, room_atoms, 0.0),
+        grow((new.ext_atype < 0)[..., None], room_atoms, True),  # make_reference's padding, now always kept
+        grow(pad_coord, room_atoms, 0.0), grow(new.candidates, room_cand, -1, dim=2),
         grow(new.cand_type, room_cand, -1, dim=2), new.coord, new.box, new.box_inv, new.frac, new.sel)
     if not fits:
         return padded, True
