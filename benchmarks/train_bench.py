@@ -123,7 +123,8 @@ def run_case(args: argparse.Namespace) -> dict:
     # where the start-up goes: interpreter, imports and the CUDA context; the trainer's set-up (data, statistics,
     # kernel choice, graph capture); the first step (first-use compiles, replays)
     startup = {"imports_and_cuda_init": round(t_ready - t_launch, 2), "trainer": round(t_built - t_ready, 2),
-               "first_step": round(first_step_done - t_built, 2)}
+               "first_step": round(first_step_done - t_built, 2),
+               "phases": {k: round(v, 2) for k, v in trainer.startup.phases.items()}}
     return {"case": args.case, "steps": steps, "cuda_graph": case["graph"], "fused_kernels": uses_kernels(trainer),
             "ms_per_step": round(ms, 4) if ms else None, **throughput(config, trainer, case, ms),
             "wall_ms_per_step": round(1e3 * loop_wall / steps, 4),

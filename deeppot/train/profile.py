@@ -49,7 +49,9 @@ def summarize(prof, wall_per_step: float, steps: int, cuda: bool, trace: str) ->
         kernels = sorted((e for e in events if e.device_time_total > 0 and e.device_type.name == "CUDA"),
                          key=lambda e: e.device_time_total, reverse=True)
         busy = sum(e.device_time_total for e in kernels) / steps / 1e3
-        lines.append(f"device busy {busy:.3f} ms/step ({100 * busy / (wall_per_step * 1e3):.0f}% of the wall time)")
+        launched = sum(e.count for e in kernels) / steps
+        lines.append(f"device busy {busy:.3f} ms/step ({100 * busy / (wall_per_step * 1e3):.0f}% of the wall time) "
+                     f"in {launched:.0f} kernels a step")
         lines.append(f"{'kernel':<70} {'ms/step':>8} {'calls/step':>10}")
         for e in kernels[:15]:
             lines.append(f"{e.key[:70]:<70} {e.device_time_total / steps / 1e3:8.3f} {e.count / steps:10.1f}")

@@ -1,14 +1,55 @@
-"""Training-loop bookkeeping: wall time per display interval and ETA, and the terminal progress bar."""
+"""Training-loop bookkeeping: where the start-up went, wall time per display interval and ETA, and the terminal
+progress bar."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sys
 import time
+from collections.abc import Iterator
 
 from deeppot.train.lcurve import eta_seconds
 
 log = logging.getLogger("deeppot")
+
+
+def process_age() -> float | None:
+    """Seconds since this process started (interpreter start-up and imports included), where /proc tells it."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = float(f.read().rsplit(")", 1)[1].split()[19])  # field 22: start time after boot
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class StartupTimes:
+    """Seconds spent in each start-up phase up to the end of the first step, logged once (where to look when the
+    first step is slow to come)."""
+
+    def __init__(self) -> None:
+        self.phases: dict[str, float] = {}
+        self.t0, self.age0 = time.perf_counter(), process_age()  # age: interpreter start-up and imports
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - t0
+
+    def report(self) -> None:
+        total = time.perf_counter() - self.t0
+        phases = dict(self.phases, other=total - sum(self.phases.values()))
+        if self.age0 is not None:
+            phases = {"before the trainer (Python, imports, CUDA)": self.age0, **phases}
+        log.info("start-up to the end of the first step: %.2f s (%s)", sum(phases.values()),
+                 ", ".join(f"{name} {seconds:.2f}" for name, seconds in phases.items()))
 
 
 class Clock:
