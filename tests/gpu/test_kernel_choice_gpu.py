@@ -42,7 +42,8 @@ def test_time_pass_measures_positive_milliseconds():
         assert 0 < ms < 1e3
 
 
-def test_auto_trainer_trains_like_a_forced_one(tmp_path):
+def test_auto_trainer_trains_like_a_forced_one(tmp_path, monkeypatch):
+    monkeypatch.setenv(kernel_choice.CACHE_ENV, str(tmp_path / "cache"))  # not the user's remembered choices
     config = tiny_input([small_system(tmp_path, "a", nframes=4)], None, steps=4)
     config["model"]["descriptor"].update(neuron=[25, 50, 100], resnet_dt=False)
     runs = {}

@@ -114,7 +114,52 @@ def test_the_largest_batch_is_timed(tmp_path, monkeypatch):
     trainer = small_trainer(tmp_path, batch_size=4)
     seen = []
     monkeypatch.setattr(kernel_choice, "choose_embedding",
-                        lambda model, pairs, tf32, graphed, agree: seen.append((pairs.rij.shape[0], graphed)) or False)
+                        lambda model, pairs, tf32, graphed, agree, cache: seen.append((pairs.rij.shape[0], graphed))
+                        or False)
     monkeypatch.setattr(kernel_choice, "on_cuda", lambda sampler: True)
     assert kernel_choice.choose_for_sampler(trainer.model, trainer.train_data, graphed=True) is False
     assert seen == [(4, True)]
+
+
+def test_a_remembered_choice_skips_the_timing(tmp_path, monkeypatch, model_with_stand_in_kernels, caplog):
+    """The first run times and writes the file; a second run of the same shapes reads it and times nothing;
+    another batch shape is timed afresh."""
+    model, stand_in = model_with_stand_in_kernels
+    cache = tmp_path / "cache" / "embedding_choice.json"
+    timed = []
+
+    def fake_time(run, graphed, repeats=0):
+        timed.append(graphed)
+        return 2.0 if model.embed_fn is stand_in else 1.0  # PyTorch faster
+
+    monkeypatch.setattr(kernel_choice, "time_pass", fake_time)
+    pairs = pairs_of(model)
+    assert not kernel_choice.choose_embedding(model, pairs, tf32=False, graphed=True, cache=cache)
+    first = len(timed)
+    assert first == 2 * kernel_choice.ROUNDS and cache.exists()
+    with caplog.at_level("INFO"):
+        assert not kernel_choice.choose_embedding(model, pairs, tf32=False, graphed=True, cache=cache)
+    assert len(timed) == first and model.embed_fn is analytic.embed_all
+    assert "remembered in" in caplog.text
+    kernel_choice.choose_embedding(model, pairs, tf32=False, graphed=False, cache=cache)
+    assert len(timed) == 2 * first
+    assert len(kernel_choice.read_choices(cache)) == 2
+
+
+def test_an_unwritable_cache_only_costs_the_timing(tmp_path, monkeypatch, model_with_stand_in_kernels):
+    model, stand_in = model_with_stand_in_kernels
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setattr(kernel_choice, "time_pass",
+                        lambda run, graphed, repeats=0: 1.0 if model.embed_fn is stand_in else 2.0)
+    assert kernel_choice.choose_embedding(model, pairs_of(model), tf32=False, graphed=True,
+                                          cache=blocker / "embedding_choice.json")
+    assert model.embed_fn is stand_in
+
+
+def test_cache_file_follows_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(kernel_choice.CACHE_ENV, str(tmp_path))
+    assert kernel_choice.cache_file() == tmp_path / "embedding_choice.json"
+    monkeypatch.delenv(kernel_choice.CACHE_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert kernel_choice.cache_file() == tmp_path / "xdg" / "deeppot" / "embedding_choice.json"
