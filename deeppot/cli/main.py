@@ -34,7 +34,8 @@ def _train(args: argparse.Namespace) -> None:
                          use_pretrain_script=args.use_pretrain_script,
                          skip_neighbor_stat=args.skip_neighbor_stat,
                          cuda_graph=False if args.no_cuda_graph else None,
-                         fused_kernels=_fused_choice(args), tf32=args.tf32, dist=ranks)
+                         fused_kernels=_fused_choice(args), tf32=args.tf32, dist=ranks,
+                         compile={"auto": None, "on": True, "off": False}[args.compile])
     if ranks.enabled:
         log.info("data-parallel training: %d ranks (this is rank %d)", ranks.world_size, ranks.rank)
     log.info("training on %s", options.device)
@@ -199,6 +200,9 @@ def _add_train_command(sub) -> None:
                    help="the embedding net on a GPU: the fused Triton kernels (on), PyTorch (off), or whichever a "
                         "timing of both at start-up finds faster for this model and batch (auto, the default)")
     p.add_argument("--no-fused-kernels", action="store_true", help="the same as --fused-kernels off")
+    p.add_argument("--compile", choices=["auto", "on", "off"], default="auto",
+                   help="torch.compile the force computation: faster steps for seconds of start-up; auto (default): "
+                        "as training.enable_compile says, or on for GPU runs of 100,000 steps or more")
     p.add_argument("--tf32", action="store_true",
                    help="mixed precision: TF32 GEMM inputs in the fused embedding kernels (float32 models)")
     p.add_argument("--profile", action="store_true", help="profile a few steps, print the top kernels, write a trace")

@@ -114,9 +114,11 @@ class EnergyModel(nn.Module):
 
     def compile_forces(self) -> None:
         """torch.compile the energy-and-derivative function (first order only, so Inductor can fuse its forward
-        and backward). Costs compilation time at the first step of each batch shape. Uses the PyTorch
-        embedding (Inductor generates its own kernels), so it replaces `use_fused_kernels`."""
-        self.embed_fn = analytic.embed_all
+        and backward). Costs compilation time at the first step of each batch shape. The embedding net in use
+        is kept: PyTorch's is compiled with the rest; the fused Triton kernels run as they are between two
+        compiled graphs (Inductor does not trace them), call `use_fused_kernels` first for that."""
+        if self.embed_fn is not analytic.embed_all:
+            self.embed_fn = torch.compiler.disable(self.embed_fn)
         self.pair_energy_fn = torch.compile(analytic.energy_and_pair_grad, dynamic=False)
 
     def use_fused_kernels(self, device: torch.device, tf32: bool = False) -> bool:

@@ -22,6 +22,7 @@ from deeppot.io.model_file import load_model, read_checkpoint
 from deeppot.model import EnergyModel
 from deeppot.model.stats import set_statistics
 from deeppot.tools.change_bias import select_frames
+from deeppot.train.adam import FusedAdam
 from deeppot.train.checkpoint import CheckpointManager, resolve_checkpoint
 from deeppot.train.data import DataSampler
 from deeppot.train.distributed import (
@@ -30,10 +31,9 @@ from deeppot.train.distributed import (
     broadcast_state,
     lr_scale,
     rank_seed,
-    sum_over_ranks,
 )
 from deeppot.train.finetune import adjust_out_bias, copy_pretrained, finetune_model_section, load_pretrained
-from deeppot.train.kernel_choice import choose_for_sampler
+from deeppot.train.force_path import PathOptions, TrainingError, choose_force_path, wants_compile
 from deeppot.train.lcurve import LcurveWriter, format_eta, format_log_line
 from deeppot.train.loss import EnergyLoss
 from deeppot.train.lr import build_lr
@@ -45,13 +45,9 @@ from deeppot.train.memory import (
     use_cuda_graph,
 )
 from deeppot.train.neighbor_stat import resolve_sel
-from deeppot.train.progress import Clock, Progress
+from deeppot.train.progress import Clock, Progress, StartupTimes
 
 log = logging.getLogger("deeppot")
-
-
-class TrainingError(RuntimeError):
-    """Training cannot go on (NaN loss, mismatched checkpoint); the message says what to do."""
 
 
 @dataclass
@@ -66,6 +62,8 @@ class RunOptions:
     progress: bool | None = None  # None: a progress line when stderr is a terminal
     cuda_graph: bool | None = None  # None: capture the step in CUDA graphs when training on a GPU
     fused_kernels: bool | None = None  # Triton embedding kernels on a GPU: forced on/off, None = the faster (timed)
+    compile: bool | None = None  # torch.compile of the force function: forced on/off, None = training.enable_compile
+    #                             or, without it, on for long GPU runs (deeppot.train.force_path)
     tf32: bool = False  # mixed-precision opt-in: TF32 inputs to the embedding GEMMs of float32 models
     dist: DistInfo = field(default_factory=DistInfo)  # data-parallel ranks; default: one process
 
@@ -82,19 +80,21 @@ class Trainer:
         tr = config["training"]
         if tr.get("seed") is not None:
             torch.manual_seed(tr["seed"])
+        self.startup = StartupTimes()
         self.pretrained = self._pretrained_model() if options.finetune is not None else None
-        self.train_data, self.valid_data = self._load_data()
+        with self.startup.phase("data and neighbour statistics"):
+            self.train_data, self.valid_data = self._load_data()
         self.numb_steps = self._numb_steps()
-        self.model = self._build_model().to(options.device)
+        with self.startup.phase("model and data statistics"):
+            self.model = self._build_model().to(options.device)
         if options.dist.enabled:  # every rank starts from rank 0's weights and statistics
             broadcast_state(self.model)
         self.memory = MemoryOptions.from_training(tr)
         use_graph = use_cuda_graph(options.cuda_graph, options.device, self.memory, options.dist.world_size)
-        if tr.get("enable_compile"):  # DeePMD-kit's key: opt-in, compilation costs start-up time
-            self.model.compile_forces()
-            log.info("training.enable_compile: the force computation is compiled with torch.compile")
-        else:
-            self._pick_embedding_kernels(options, use_graph)
+        request = PathOptions(options.fused_kernels, options.compile, options.tf32, use_graph, options.dist.enabled)
+        compiled = wants_compile(request, tr, self.numb_steps, options.device, self.memory)
+        with self.startup.phase("embedding choice" + (" and torch.compile" if compiled else "")):
+            choose_force_path(self.model, self.train_data, request, compiled, self.memory)
         # after the kernel choice: it wraps the chosen function
         apply_memory_options(self.model, self.memory, options.tf32)
         self.lr = build_lr(config["learning_rate"], self.numb_steps)
@@ -115,36 +115,19 @@ class Trainer:
             if use_graph else None
         # fused Adam reads a tensor learning rate as float32; the loss keeps the float64 one
         self.adam_lr = self.lr_tensor.float() if use_graph else None
-        self.optimizer = self._optimizer()
+        with self.startup.phase("optimizer"):
+            self.optimizer = self._optimizer()
         self.start_step = 0
         if options.restart is not None:
             self._restore(options.restart)
         # only rank 0 writes checkpoints (the other ranks hold the same weights)
         self.ckpt = CheckpointManager(tr["save_ckpt"], tr.get("save_dir"), tr["max_ckpt_keep"], options.workdir) \
             if options.dist.is_main else None
-        self.graphed, self.graphed_valid = self._graph_replayers() if use_graph else (None, None)
+        with self.startup.phase("neighbour data"):
+            self.graphed, self.graphed_valid = self._graph_replayers() if use_graph else (None, None)
         log.info("training step: %s", "CUDA graph replay" if use_graph else "eager")
 
     # ---- set-up --------------------------------------------------------------------------------------------
-
-    def _pick_embedding_kernels(self, options: RunOptions, use_graph: bool) -> None:
-        """The fused Triton embedding or PyTorch's: forced by options.fused_kernels, else timed (kernel_choice)."""
-        if options.tf32 and self.model.descriptor.dtype != torch.float32:
-            raise TrainingError("--tf32 needs a float32 descriptor (model.descriptor.precision)")
-        if options.device.type != "cuda" or options.fused_kernels is False:
-            if options.tf32:
-                raise TrainingError("--tf32 applies to the fused GPU kernels: train on a GPU without "
-                                    "--fused-kernels off")
-            return
-        if options.fused_kernels is None and not options.tf32 and not self.memory.bf16:
-            choose_for_sampler(self.model, self.train_data, graphed=use_graph, agree=sum_over_ranks)
-            return
-        fused = self.model.use_fused_kernels(options.device, tf32=options.tf32)
-        if options.tf32 and not fused:
-            raise TrainingError("--tf32 applies to the fused embedding kernels, which this descriptor cannot use "
-                                "(they need 3 tanh layers and resnet_dt false) or Triton is missing")
-        log.info("embedding net: %s", "fused Triton kernels" + (" (TF32 GEMMs)" if options.tf32 else "")
-                 if fused else "PyTorch (the fused kernels need 3 tanh layers, resnet_dt false and Triton)")
 
     def _graph_replayers(self):
         """The CUDA-graph replayers of the training step and of validation (deeppot.train.graph_step)."""
@@ -257,7 +240,7 @@ class Trainer:
         """The statistics sample as systems (for the fine-tuning bias fit, like DeePMD-kit's sampled data)."""
         return [select_frames(s, np.sort(p)) for s, p in zip(self.train_data.systems, self._stat_picks(), strict=True)]
 
-    def _optimizer(self) -> torch.optim.Optimizer:
+    def _optimizer(self) -> torch.optim.Optimizer | FusedAdam:
         o = self.config.get("optimizer", {"type": "Adam", "adam_beta1": 0.9, "adam_beta2": 0.999,
                                           "weight_decay": 0.0})
         cls = {"Adam": torch.optim.Adam, "AdamW": torch.optim.AdamW}.get(o["type"])
@@ -265,6 +248,10 @@ class Trainer:
             raise TrainingError(f"optimizer.type: {o['type']!r} is not supported (use Adam or AdamW)")
         fused = self.opt.device.type == "cuda"
         lr = self.adam_lr if self.adam_lr is not None else self.lr.start_lr
+        if fused and (self.memory.zero_stage == 0 or self.opt.dist.world_size == 1):
+            # torch.optim's fused update without torch.optim, whose first use imports torch._dynamo (seconds)
+            return FusedAdam(self.model.parameters(), lr=lr, betas=(o["adam_beta1"], o["adam_beta2"]),
+                             weight_decay=o["weight_decay"], decoupled=o["type"] == "AdamW")
         return make_optimizer(cls, self.model.parameters(), self.memory.zero_stage, self.opt.dist.world_size, lr=lr,
                               betas=(o["adam_beta1"], o["adam_beta2"]), weight_decay=o["weight_decay"], fused=fused,
                               capturable=self.lr_tensor is not None)
@@ -343,7 +330,12 @@ class Trainer:
         progress = Progress(self.numb_steps, self.opt.progress if main else False)
         with lcurve or contextlib.nullcontext():
             for step in range(self.start_step, self.numb_steps):
-                metrics = self.step(step)
+                with self.startup.phase("first step") if step == self.start_step else contextlib.nullcontext():
+                    metrics = self.step(step)
+                    if step == self.start_step and self.opt.device.type == "cuda":
+                        torch.cuda.synchronize(self.opt.device)
+                if step == self.start_step and main:
+                    self.startup.report()
                 display_step = step + 1
                 saving = display_step % save_freq == 0 or display_step == self.numb_steps
                 if saving:  # every rank: a sharded optimizer state is gathered on rank 0

@@ -1,0 +1,117 @@
+"""How this run's training step computes energies and forces: which embedding net (the fused Triton kernels or
+PyTorch's), and whether torch.compile fuses the rest of the analytic force function.
+
+Measured on one H100 (benchmarks/results, runs 32-33; ms per water float32 step): the fused kernels 1.65, compiled
+with PyTorch's embedding 1.22, compiled around the fused kernels 1.34. Compiling costs start-up time instead (about
+10 s with a warm Inductor cache, 25-40 s cold), so by default it is done where it pays: a GPU run of at least
+`COMPILE_MIN_STEPS` steps in one process without the memory options; `training.enable_compile` or
+`--compile on|off` decide otherwise. Under compile the embedding is chosen by a rule from the same measurements:
+PyTorch's (compiled with the rest) where each slot goes through one net, the fused kernels for two-sided
+descriptors of several types, whose PyTorch form runs every net on every slot (alloy: 2.46 ms against 1.31).
+Without compile the faster of the two is timed (deeppot.train.kernel_choice).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import torch
+
+from deeppot.model import analytic
+from deeppot.train.distributed import sum_over_ranks
+from deeppot.train.kernel_choice import cache_file, choose_for_sampler, force_training_pass, largest_batch
+from deeppot.train.memory import MemoryOptions
+
+log = logging.getLogger("deeppot")
+
+COMPILE_MIN_STEPS = 100_000  # ~0.3 ms saved a step pays a cold compile back within this many steps
+
+
+class TrainingError(RuntimeError):
+    """Training cannot go on (NaN loss, mismatched checkpoint); the message says what to do."""
+
+
+@dataclass(frozen=True)
+class PathOptions:
+    """The run's requests: None leaves the choice to the rules above."""
+
+    fused_kernels: bool | None
+    compile: bool | None
+    tf32: bool
+    graphed: bool
+    distributed: bool
+
+
+def wants_compile(request: PathOptions, training: dict, steps: int, device: torch.device,
+                  memory: MemoryOptions) -> bool:
+    explicit = request.compile if request.compile is not None else training.get("enable_compile") or None
+    if explicit and memory.swaps_model:
+        raise TrainingError(f"torch.compile does not combine with {', '.join(memory.names())}: turn one off")
+    if explicit is not None:
+        return explicit
+    return (device.type == "cuda" and steps >= COMPILE_MIN_STEPS and not request.distributed
+            and not memory.swaps_model and not request.tf32)
+
+
+def one_net_per_slot(descriptor) -> bool:
+    return descriptor.type_one_side or descriptor.ntypes == 1
+
+
+def choose_force_path(model, sampler, request: PathOptions, compiled: bool, memory: MemoryOptions) -> None:
+    """Set the model's embedding function and, when `compiled`, compile its force function (falling back to the
+    uncompiled one, with a warning, if compilation fails)."""
+    device = sampler.stores[0].device
+    check_tf32(model, request, device)
+    if device.type != "cuda" or request.fused_kernels is False:
+        pass
+    elif request.fused_kernels is None and not request.tf32 and not memory.bf16:
+        if compiled and one_net_per_slot(model.descriptor):
+            log.info("embedding net: PyTorch, compiled with the rest (one net a slot: measured faster than the "
+                     "fused kernels under torch.compile)")
+        elif compiled:
+            use_fused(model, device, request.tf32)
+        else:  # data-parallel ranks time it together: a file some ranks read and others not would split them
+            choose_for_sampler(model, sampler, graphed=request.graphed, agree=sum_over_ranks,
+                               cache=None if request.distributed else cache_file())
+    else:
+        use_fused(model, device, request.tf32)
+    if compiled:
+        compile_or_fall_back(model, sampler)
+
+
+def check_tf32(model, request: PathOptions, device: torch.device) -> None:
+    if not request.tf32:
+        return
+    if model.descriptor.dtype != torch.float32:
+        raise TrainingError("--tf32 needs a float32 descriptor (model.descriptor.precision)")
+    if device.type != "cuda" or request.fused_kernels is False:
+        raise TrainingError("--tf32 applies to the fused GPU kernels: train on a GPU without --fused-kernels off")
+
+
+def use_fused(model, device: torch.device, tf32: bool) -> None:
+    fused = model.use_fused_kernels(device, tf32=tf32)
+    if tf32 and not fused:
+        raise TrainingError("--tf32 applies to the fused embedding kernels, which this descriptor cannot use "
+                            "(they need 3 tanh layers and resnet_dt false) or Triton is missing")
+    log.info("embedding net: %s", "fused Triton kernels" + (" (TF32 GEMMs)" if tf32 else "")
+             if fused else "PyTorch (the fused kernels need 3 tanh layers, resnet_dt false and Triton)")
+
+
+def compile_or_fall_back(model, sampler) -> None:
+    """torch.compile the force function and run one force-training pass of the largest batch through it now (the
+    compilation the first step would do), so that a failure (no C compiler, an unsupported operator) leaves the
+    uncompiled function in place instead of stopping the run."""
+    embed_fn = model.embed_fn
+    model.compile_forces()
+    try:
+        force_training_pass(model, largest_batch(sampler))()
+    except Exception as err:  # any compiler failure: the uncompiled path computes the same
+        model.pair_energy_fn, model.embed_fn = analytic.energy_and_pair_grad, embed_fn
+        log.warning("torch.compile failed (%s: %s); training goes on uncompiled", type(err).__name__,
+                    str(err).splitlines()[0] if str(err) else "")
+        return
+    log.info("force computation compiled with torch.compile (training.enable_compile or --compile; automatic "
+             "for GPU runs of %d steps or more)", COMPILE_MIN_STEPS)
+
+
