@@ -99,13 +99,16 @@ def use_fused(model, device: torch.device, tf32: bool) -> None:
 
 
 def compile_or_fall_back(model, sampler) -> None:
-    """torch.compile the force function and run one force-training pass of the largest batch through it now (the
-    compilation the first step would do), so that a failure (no C compiler, an unsupported operator) leaves the
-    uncompiled function in place instead of stopping the run."""
+    """torch.compile the force function and run the largest batch through it now, as the training step and
+    validation will (the compilations their first calls would do), so that a failure (no C compiler, an
+    unsupported operator) leaves the uncompiled function in place instead of stopping the run."""
     embed_fn = model.embed_fn
     model.compile_forces()
+    pairs = largest_batch(sampler)
     try:
-        force_training_pass(model, largest_batch(sampler))()
+        force_training_pass(model, pairs)()
+        with torch.no_grad():  # validation's graph (no parameter gradients) is compiled on its own
+            model.forward_pairs(pairs)
     except Exception as err:  # any compiler failure: the uncompiled path computes the same
         model.pair_energy_fn, model.embed_fn = analytic.energy_and_pair_grad, embed_fn
         log.warning("torch.compile failed (%s: %s); training goes on uncompiled", type(err).__name__,
