@@ -14,18 +14,22 @@ Without compile the faster of the two is timed (deeppot.train.kernel_choice).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+from torch import Tensor
 
 from deeppot.model import analytic
 from deeppot.train.distributed import sum_over_ranks
-from deeppot.train.kernel_choice import cache_file, choose_for_sampler, force_training_pass, largest_batch
+from deeppot.train.graph_step import batch_shapes
+from deeppot.train.kernel_choice import cache_file, choose_for_sampler, largest_batch
 from deeppot.train.memory import MemoryOptions
 
 log = logging.getLogger("deeppot")
 
-COMPILE_MIN_STEPS = 100_000  # ~0.3 ms saved a step pays a cold compile back within this many steps
+COMPILE_MIN_STEPS = 100_000  # ~0.4 ms saved a step pays a cold compile back within this many steps
+COMPILE_MAX_SHAPES = 2  # each batch shape compiles anew (10-15 s): automatic only for this few
 
 
 class TrainingError(RuntimeError):
@@ -44,23 +48,31 @@ class PathOptions:
 
 
 def wants_compile(request: PathOptions, training: dict, steps: int, device: torch.device,
-                  memory: MemoryOptions) -> bool:
+                  memory: MemoryOptions, shapes: int = 1) -> bool:
+    """shapes: the distinct batch shapes of training and validation (each compiles its own graphs)."""
     explicit = request.compile if request.compile is not None else training.get("enable_compile") or None
     if explicit and memory.swaps_model:
         raise TrainingError(f"torch.compile does not combine with {', '.join(memory.names())}: turn one off")
     if explicit is not None:
         return explicit
-    return (device.type == "cuda" and steps >= COMPILE_MIN_STEPS and not request.distributed
-            and not memory.swaps_model and not request.tf32)
+    return (device.type == "cuda" and steps >= COMPILE_MIN_STEPS and shapes <= COMPILE_MAX_SHAPES
+            and not request.distributed and not memory.swaps_model and not request.tf32)
+
+
+def distinct_shapes(*samplers) -> int:
+    """How many (atoms, frames) batch shapes the samplers can draw together (None: no sampler)."""
+    return len({(s.stores[store_id].natoms, len(frames)) for s in samplers if s is not None
+                for store_id, frames in batch_shapes(s)})
 
 
 def one_net_per_slot(descriptor) -> bool:
     return descriptor.type_one_side or descriptor.ntypes == 1
 
 
-def choose_force_path(model, sampler, request: PathOptions, compiled: bool, memory: MemoryOptions) -> None:
-    """Set the model's embedding function and, when `compiled`, compile its force function (falling back to the
-    uncompiled one, with a warning, if compilation fails)."""
+def choose_force_path(model, sampler, loss, request: PathOptions, compiled: bool,
+                      memory: MemoryOptions) -> Callable:
+    """Set the model's embedding function; return the batch-loss function to train with: `batch_loss`, or when
+    `compiled` its compiled twin (the plain one, with a warning, if compilation fails)."""
     device = sampler.stores[0].device
     check_tf32(model, request, device)
     if device.type != "cuda" or request.fused_kernels is False:
@@ -76,8 +88,7 @@ def choose_force_path(model, sampler, request: PathOptions, compiled: bool, memo
                                cache=None if request.distributed else cache_file())
     else:
         use_fused(model, device, request.tf32)
-    if compiled:
-        compile_or_fall_back(model, sampler)
+    return compile_or_fall_back(model, sampler, loss) if compiled else batch_loss
 
 
 def check_tf32(model, request: PathOptions, device: torch.device) -> None:
@@ -98,23 +109,42 @@ def use_fused(model, device: torch.device, tf32: bool) -> None:
              if fused else "PyTorch (the fused kernels need 3 tanh layers, resnet_dt false and Triton)")
 
 
-def compile_or_fall_back(model, sampler) -> None:
-    """torch.compile the force function and run the largest batch through it now, as the training step and
-    validation will (the compilations their first calls would do), so that a failure (no C compiler, an
-    unsupported operator) leaves the uncompiled function in place instead of stopping the run."""
+def batch_loss(model, loss, batch, lr, create_graph: bool) -> tuple[Tensor, dict[str, Tensor]]:
+    """Loss and metrics of one batch, as the training step (create_graph) and validation compute them."""
+    pred = model.forward_pairs(batch.pairs, create_graph=create_graph)
+    return loss(pred, batch.labels, batch.find, batch.natoms, lr)
+
+
+def compiled_batch_loss() -> Callable:
+    """`batch_loss` under torch.compile: forces, virial and loss in one graph each way (two when the fused
+    embedding kernels sit between). The rate is always passed as a tensor, so a new rate needs no new graph."""
+    compiled = torch.compile(batch_loss, dynamic=False)
+
+    def run(model, loss, batch, lr, create_graph: bool) -> tuple[Tensor, dict[str, Tensor]]:
+        if not isinstance(lr, Tensor):
+            lr = torch.tensor(lr, dtype=torch.float64, device=batch.pairs.rij.device)
+        return compiled(model, loss, batch, lr, create_graph)
+
+    return run
+
+
+def compile_or_fall_back(model, sampler, loss) -> Callable:
+    """The compiled `batch_loss`, after running the largest batch through it as the training step and validation
+    will (the compilations their first calls would do); if that fails (no C compiler, an unsupported operator)
+    the uncompiled `batch_loss`, with a warning, instead of a stopped run."""
     embed_fn = model.embed_fn
-    model.compile_forces()
-    pairs = largest_batch(sampler)
+    model.compile_forces()  # keeps fused kernels out of the graphs; inlined where the whole loss is compiled
+    run = compiled_batch_loss()
+    batch = largest_batch(sampler)
+    params = [p for p in model.parameters() if p.requires_grad]
     try:
-        force_training_pass(model, pairs)()
-        with torch.no_grad():  # validation's graph (no parameter gradients) is compiled on its own
-            model.forward_pairs(pairs)
+        torch.autograd.grad(run(model, loss, batch, loss.start_lr, True)[0], params)
+        run(model, loss, batch, loss.start_lr, False)  # validation's graph, called as validation calls it
     except Exception as err:  # any compiler failure: the uncompiled path computes the same
         model.pair_energy_fn, model.embed_fn = analytic.energy_and_pair_grad, embed_fn
         log.warning("torch.compile failed (%s: %s); training goes on uncompiled", type(err).__name__,
                     str(err).splitlines()[0] if str(err) else "")
-        return
-    log.info("force computation compiled with torch.compile (training.enable_compile or --compile; automatic "
-             "for GPU runs of %d steps or more)", COMPILE_MIN_STEPS)
-
-
+        return batch_loss
+    log.info("forces and loss compiled with torch.compile (training.enable_compile or --compile; automatic for "
+             "GPU runs of %d steps or more)", COMPILE_MIN_STEPS)
+    return run

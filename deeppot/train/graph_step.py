@@ -125,8 +125,7 @@ class GraphedStep(_Replayer):
     def _body(self, store_id: int, index: Tensor) -> dict[str, Tensor]:
         tr = self.tr
         batch = tr.train_data.stores[store_id].gather(index)
-        pred = tr.model.forward_pairs(batch.pairs, create_graph=True)
-        loss, metrics = tr.loss(pred, batch.labels, batch.find, batch.natoms, tr.lr_tensor)
+        loss, metrics = tr.batch_loss(tr.model, tr.loss, batch, tr.lr_tensor, True)
         loss.backward()
         # data-parallel: the gradient all-reduce is captured with the rest (NCCL collectives are capturable);
         # capture_all makes every rank record and replay its collectives in the same order
@@ -166,5 +165,4 @@ class GraphedMetrics(_Replayer):
 
     def _body(self, store_id: int, index: Tensor) -> dict[str, Tensor]:
         batch = self.sampler.stores[store_id].gather(index)
-        pred = self.tr.model.forward_pairs(batch.pairs)
-        return self.tr.loss(pred, batch.labels, batch.find, batch.natoms, self.tr.lr_tensor)[1]
+        return self.tr.batch_loss(self.tr.model, self.tr.loss, batch, self.tr.lr_tensor, False)[1]

@@ -182,12 +182,13 @@ def choose_for_sampler(model, sampler, graphed: bool, agree: Callable[[Tensor], 
     devices only (the Triton interpreter, TRITON_INTERPRET=1 in tests, runs the kernels on a CPU, but not fast)."""
     if not on_cuda(sampler):
         return False
-    return choose_embedding(model, largest_batch(sampler), tf32=False, graphed=graphed, agree=agree, cache=cache)
+    pairs = largest_batch(sampler).pairs
+    return choose_embedding(model, pairs, tf32=False, graphed=graphed, agree=agree, cache=cache)
 
 
 def largest_batch(sampler):
-    """The pair data of the largest batch (atoms x frames) that the sampler can draw."""
+    """The largest batch (atoms x frames) that the sampler can draw."""
     store_id, frames = max(batch_shapes(sampler), key=lambda s: sampler.stores[s[0]].natoms * len(s[1]))
     store = sampler.stores[store_id]
     store.build(frames)
-    return store.gather(torch.as_tensor(frames, device=store.device)).pairs
+    return store.gather(torch.as_tensor(frames, device=store.device))

@@ -33,7 +33,13 @@ from deeppot.train.distributed import (
     rank_seed,
 )
 from deeppot.train.finetune import adjust_out_bias, copy_pretrained, finetune_model_section, load_pretrained
-from deeppot.train.force_path import PathOptions, TrainingError, choose_force_path, wants_compile
+from deeppot.train.force_path import (
+    PathOptions,
+    TrainingError,
+    choose_force_path,
+    distinct_shapes,
+    wants_compile,
+)
 from deeppot.train.lcurve import LcurveWriter, format_eta, format_log_line
 from deeppot.train.loss import EnergyLoss
 from deeppot.train.lr import build_lr
@@ -91,19 +97,22 @@ class Trainer:
             broadcast_state(self.model)
         self.memory = MemoryOptions.from_training(tr)
         use_graph = use_cuda_graph(options.cuda_graph, options.device, self.memory, options.dist.world_size)
+        self.lr = build_lr(config["learning_rate"], self.numb_steps)
+        self.loss = EnergyLoss(config["loss"], self.lr.start_lr)
         request = PathOptions(options.fused_kernels, options.compile, options.tf32, use_graph, options.dist.enabled)
-        compiled = wants_compile(request, tr, self.numb_steps, options.device, self.memory)
+        compiled = wants_compile(request, tr, self.numb_steps, options.device, self.memory,
+                                 distinct_shapes(self.train_data, self.valid_data))
         with self.startup.phase("embedding choice" + (" and torch.compile" if compiled else "")):
-            choose_force_path(self.model, self.train_data, request, compiled, self.memory)
+            # model and loss of one batch, as the step and validation run them (compiled or not)
+            self.batch_loss = choose_force_path(self.model, self.train_data, self.loss, request, compiled,
+                                                self.memory)
         # after the kernel choice: it wraps the chosen function
         apply_memory_options(self.model, self.memory, options.tf32)
-        self.lr = build_lr(config["learning_rate"], self.numb_steps)
         # multiplies the optimizer's rate only; the loss prefactors and lcurve.out see the schedule (as DeePMD TF)
         self.lr_scale = lr_scale(config["learning_rate"].get("scale_by_worker", "linear"), options.dist.world_size)
         if self.lr_scale != 1.0:
             log.info("Scale learning rate by coef: %f (scale_by_worker, %d ranks)", self.lr_scale,
                      options.dist.world_size)
-        self.loss = EnergyLoss(config["loss"], self.lr.start_lr)
         if use_graph and options.device.type != "cuda":
             raise TrainingError("CUDA graphs need a CUDA device")
         self.grad_accum_steps = tr.get("grad_accum_steps", 1)
@@ -304,8 +313,7 @@ class Trainer:
     def _accumulate(self, lr: float) -> dict[str, torch.Tensor]:
         """Forward and backward of the next batch, adding its share to the gradients; returns its metrics."""
         batch = self.train_data.next()
-        pred = self.model.forward_pairs(batch.pairs, create_graph=True)
-        loss, metrics = self.loss(pred, batch.labels, batch.find, batch.natoms, lr)
+        loss, metrics = self.batch_loss(self.model, self.loss, batch, lr, True)
         # the mean over the accumulated batches, as one larger batch would give (one batch: loss as is)
         (loss if self.grad_accum_steps == 1 else loss / self.grad_accum_steps).backward()
         return metrics
@@ -382,8 +390,7 @@ class Trainer:
         if self.graphed_valid is not None:
             return self.graphed_valid(lr)
         batch = self.valid_data.next()
-        pred = self.model.forward_pairs(batch.pairs)
-        return self.loss(pred, batch.labels, batch.find, batch.natoms, lr)[1], batch.natoms
+        return self.batch_loss(self.model, self.loss, batch, lr, False)[1], batch.natoms
 
     def _check_finite(self, step: int, rmse: float) -> None:
         if not math.isfinite(rmse):
