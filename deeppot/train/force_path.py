@@ -1,11 +1,12 @@
-"""How this run's training step computes energies and forces: which embedding net (the fused Triton kernels or
-PyTorch's), and whether torch.compile fuses the rest of the analytic force function.
+"""How this run's training step computes energies, forces and the loss: which embedding net (the fused Triton
+kernels or PyTorch's), and whether torch.compile fuses the rest (`batch_loss`: forces, virial and loss of a batch).
 
-Measured on one H100 (benchmarks/results, runs 32-33; ms per water float32 step): the fused kernels 1.65, compiled
-with PyTorch's embedding 1.22, compiled around the fused kernels 1.34. Compiling costs start-up time instead (about
-10 s with a warm Inductor cache, 25-40 s cold), so by default it is done where it pays: a GPU run of at least
-`COMPILE_MIN_STEPS` steps in one process without the memory options; `training.enable_compile` or
-`--compile on|off` decide otherwise. Under compile the embedding is chosen by a rule from the same measurements:
+Measured on one H100 (benchmarks/results, runs 32-37; ms per water float32 step): the fused kernels 1.65, forces
+compiled with PyTorch's embedding 1.22 (around the fused kernels 1.34), forces and loss compiled 1.11. Compiling
+costs start-up time instead (12-14 s with a warm Inductor cache, 30-45 s cold), and each batch shape compiles its
+own graphs, so by default it is done where it pays: a GPU run of at least `COMPILE_MIN_STEPS` steps and at most
+`COMPILE_MAX_SHAPES` batch shapes, in one process, without the memory options; `training.enable_compile` or
+`--compile on|off` decide otherwise. Under compile the embedding follows a rule from the same measurements:
 PyTorch's (compiled with the rest) where each slot goes through one net, the fused kernels for two-sided
 descriptors of several types, whose PyTorch form runs every net on every slot (alloy: 2.46 ms against 1.31).
 Without compile the faster of the two is timed (deeppot.train.kernel_choice).
