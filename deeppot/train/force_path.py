@@ -74,22 +74,25 @@ def choose_force_path(model, sampler, loss, request: PathOptions, compiled: bool
                       memory: MemoryOptions) -> Callable:
     """Set the model's embedding function; return the batch-loss function to train with: `batch_loss`, or when
     `compiled` its compiled twin (the plain one, with a warning, if compilation fails)."""
+    pick_embedding(model, sampler, request, compiled, memory)
+    return compile_or_fall_back(model, sampler, loss) if compiled else batch_loss
+
+
+def pick_embedding(model, sampler, request: PathOptions, compiled: bool, memory: MemoryOptions) -> None:
+    """The fused kernels where forced (or needed by --tf32) or where the rule under compile wants them, PyTorch's
+    where forced or where the rule wants it, otherwise the faster of the two by timing."""
     device = sampler.stores[0].device
     check_tf32(model, request, device)
     if device.type != "cuda" or request.fused_kernels is False:
-        pass
-    elif request.fused_kernels is None and not request.tf32 and not memory.bf16:
-        if compiled and one_net_per_slot(model.descriptor):
-            log.info("embedding net: PyTorch, compiled with the rest (one net a slot: measured faster than the "
-                     "fused kernels under torch.compile)")
-        elif compiled:
-            use_fused(model, device, request.tf32)
-        else:  # data-parallel ranks time it together: a file some ranks read and others not would split them
-            choose_for_sampler(model, sampler, graphed=request.graphed, agree=sum_over_ranks,
-                               cache=None if request.distributed else cache_file())
-    else:
+        return
+    if request.fused_kernels or request.tf32 or memory.bf16 or (compiled and not one_net_per_slot(model.descriptor)):
         use_fused(model, device, request.tf32)
-    return compile_or_fall_back(model, sampler, loss) if compiled else batch_loss
+    elif compiled:
+        log.info("embedding net: PyTorch, compiled with the rest (one net a slot: measured faster than the fused "
+                 "kernels under torch.compile)")
+    else:  # data-parallel ranks time it together: a file some ranks read and others not would split them
+        choose_for_sampler(model, sampler, graphed=request.graphed, agree=sum_over_ranks,
+                           cache=None if request.distributed else cache_file())
 
 
 def check_tf32(model, request: PathOptions, device: torch.device) -> None:

@@ -139,11 +139,11 @@ def choose_embedding(model, pairs, tf32: bool, graphed: bool,
         return False
     fused_fn = model.embed_fn
     key = choice_key(model, pairs, graphed) if cache is not None else None
-    timings = read_choices(cache).get(key) if cache is not None else None
+    timings = read_choices(cache).get(key) if key is not None else None
     remembered = timings is not None
     if not remembered:
         timings = time_both(model, pairs, graphed, fused_fn, agree)
-        if cache is not None:
+        if key is not None:
             remember_choice(cache, key, timings)
     fused = timings["fused"] <= timings["pytorch"]
     model.embed_fn = fused_fn if fused else analytic.embed_all

@@ -338,12 +338,7 @@ class Trainer:
         progress = Progress(self.numb_steps, self.opt.progress if main else False)
         with lcurve or contextlib.nullcontext():
             for step in range(self.start_step, self.numb_steps):
-                with self.startup.phase("first step") if step == self.start_step else contextlib.nullcontext():
-                    metrics = self.step(step)
-                    if step == self.start_step and self.opt.device.type == "cuda":
-                        torch.cuda.synchronize(self.opt.device)
-                if step == self.start_step and main:
-                    self.startup.report()
+                metrics = self._first_step(step, main) if step == self.start_step else self.step(step)
                 display_step = step + 1
                 saving = display_step % save_freq == 0 or display_step == self.numb_steps
                 if saving:  # every rank: a sharded optimizer state is gathered on rank 0
@@ -359,6 +354,16 @@ class Trainer:
         clock.report()
         if main:
             log.info("Trained model has been saved to: %s", self.ckpt.dir / f"{self.ckpt.name}.pt")
+
+    def _first_step(self, step: int, main: bool) -> dict[str, torch.Tensor]:
+        """The first step of the run, timed to its end on the device; then the start-up line (rank 0)."""
+        with self.startup.phase("first step"):
+            metrics = self.step(step)
+            if self.opt.device.type == "cuda":
+                torch.cuda.synchronize(self.opt.device)
+        if main:
+            self.startup.report()
+        return metrics
 
     def _display(self, step: int, metrics: dict[str, torch.Tensor], lcurve: LcurveWriter, clock: Clock) -> None:
         trn = self.loss.display(metrics)  # the one host sync of a display step
