@@ -21,7 +21,8 @@ import torch
 from torch import Tensor
 
 from deeppot.kernels import embedding
-from deeppot.kernels.descriptor import env_args, two_kernel_stage
+from deeppot.kernels.descriptor import two_kernel_stage
+from deeppot.kernels.env_rows import env_args
 from deeppot.model import analytic
 
 BLOCK = 16  # slots per chunk: 16 x 4 warps measured fastest on an H100 (run13, benchmarks/compress_tiles.py)
@@ -31,7 +32,7 @@ if embedding.triton is not None:
     import triton
     import triton.language as tl
 
-    from deeppot.kernels.descriptor import _env_row_grad, _env_rows, _store_pair_grad, _t_bar_rows
+    from deeppot.kernels.env_rows import _env_row_grad, _env_rows, _store_pair_grad, _t_bar_rows
 
     @triton.jit
     def _table_jet(table_ptr, info_ptr, k, s, live, col, col_ok, M1: tl.constexpr):

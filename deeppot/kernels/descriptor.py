@@ -8,22 +8,24 @@ so two kernels recompute the embedding net per chunk of slots and contract it at
   `analytic.env_rows` + `analytic.embed_all` + the contraction in `analytic.energy_and_pair_grad`.
 - `pair_grad_from_t_bar`: dE/dr_ij (nloc, nnei, 3) from dE/dT; the twin of `analytic.pair_grad`.
 
-Between them, `fused_pair_stage` runs the fitting net and dE/dT in PyTorch (per-atom work, no slots). One program
-handles one centre atom: for each neighbour-type block it loads that block's net (net b, or net (t_i, b) when
-two-sided) and walks the block's slots in chunks of BLOCK rows. The layer helpers (padded register layouts,
-DeePMD's skips, tensor-core GEMMs: 3xTF32 for float32, float64 GEMMs for float64) are the training kernels'.
+Between them, `fused_pair_stage` runs the fitting net and dE/dT in PyTorch (per-atom work, no slots). In the
+kernels here one program handles one centre atom: for each neighbour-type block it loads that block's net (net b,
+or net (t_i, b) when two-sided) and walks the block's slots in chunks of BLOCK rows. Float32 models go to the
+atom-tile kernels of `deeppot.kernels.atom_tiles` instead (several atoms a program: 16% faster at 98,304 water
+atoms on an H100, runs 40-41). The layer helpers (padded register layouts, DeePMD's skips, tensor-core GEMMs: 3xTF32
+for float32, float64 GEMMs for float64) are the training kernels'; the environment rows are `env_rows`'.
 Tests: tests/kernels/test_descriptor.py (GPU, or Triton's interpreter on a CPU) and tests/gpu.
 """
 
 from __future__ import annotations
 
 import functools
-from itertools import accumulate
 
 import torch
 from torch import Tensor
 
-from deeppot.kernels import embedding, exclude
+from deeppot.kernels import atom_tiles, embedding, exclude
+from deeppot.kernels.env_rows import net_args
 from deeppot.model import analytic
 
 # Slots per chunk (the GEMM M dimension) and warps of each kernel, measured fastest on an H100 (water, 1e4-1e5 atoms;
@@ -34,58 +36,8 @@ if embedding.triton is not None:
     import triton
     import triton.language as tl
 
-    from deeppot.kernels.embedding import _columns, _dense_jet, _load_matrix, _load_vector, _skip, _tanh
-
-    @triton.jit
-    def _dense(x, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr):
-        """One tanh layer with DeePMD's skip, values only."""
-        a = _tanh(tl.dot(x, w, input_precision=PRECISION) + b[None, :])
-        if KIND != 0:
-            a += _skip(x, KIND)
-        return a
-
-    @triton.jit
-    def _normalised(value, stat_ptr, st, c, live, nstat):
-        """(value - davg) / dstd for column c; 0 on rows that are not live."""
-        avg = tl.load(stat_ptr + st + c, mask=live, other=0.0)
-        scale = tl.load(stat_ptr + nstat + st + c, mask=live, other=0.0)
-        return (value - avg) * scale
-
-    @triton.jit
-    def _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei, nstat):
-        """Normalised environment-matrix rows (s, rx, ry, rz) of BLOCK slots of one centre, with the pair vector,
-        1/(r+p), switch w and dw/dr, and the offset st of the slots' statistics.
-
-        geo = (rcut, rcut_smth, env_protection, 1/nnei) in the model's precision; stats = (davg, 1/dstd). Rows past
-        the block (not live) read a dummy vector beyond rcut and give zero rows.
-        """
-        rcut, rcut_smth, prot = tl.load(geo_ptr), tl.load(geo_ptr + 1), tl.load(geo_ptr + 2)
-        at = (centre * nnei + slot) * 3
-        x = tl.load(rij_ptr + at, mask=live, other=rcut)
-        y = tl.load(rij_ptr + at + 1, mask=live, other=rcut)
-        z = tl.load(rij_ptr + at + 2, mask=live, other=rcut)
-        r = tl.sqrt(x * x + y * y + z * z)
-        u = tl.minimum(tl.maximum((r - rcut_smth) / (rcut - rcut_smth), 0.0), 1.0)
-        w = u * u * u * (-6.0 * u * u + 15.0 * u - 10.0) + 1.0
-        dw = -30.0 * u * u * (u - 1.0) * (u - 1.0) / (rcut - rcut_smth)
-        inv = 1.0 / (r + prot)
-        st = (ctype * nnei + slot) * 4
-        s = _normalised(w * inv, stat_ptr, st, 0, live, nstat)
-        rx = _normalised(x * w * inv * inv, stat_ptr, st, 1, live, nstat)
-        ry = _normalised(y * w * inv * inv, stat_ptr, st, 2, live, nstat)
-        rz = _normalised(z * w * inv * inv, stat_ptr, st, 3, live, nstat)
-        return s, rx, ry, rz, x, y, z, inv, w, dw, st
-
-    @triton.jit
-    def _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1: tl.constexpr, N2: tl.constexpr,
-                     N3: tl.constexpr, L1: tl.constexpr, L2: tl.constexpr, L3: tl.constexpr):
-        w1 = _load_vector(w1_ptr, k, N1, L1[0], L1[1], L1[2])
-        b1 = _load_vector(b1_ptr, k, N1, L1[0], L1[1], L1[2])
-        w2 = _load_matrix(w2_ptr, k, N1, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
-        b2 = _load_vector(b2_ptr, k, N2, L2[0], L2[1], L2[2])
-        w3 = _load_matrix(w3_ptr, k, N2, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
-        b3 = _load_vector(b3_ptr, k, N3, L3[0], L3[1], L3[2])
-        return w1, b1, w2, b2, w3, b3
+    from deeppot.kernels.embedding import _columns, _dense_jet, _tanh
+    from deeppot.kernels.env_rows import _dense, _env_row_grad, _env_rows, _net_weights, _store_pair_grad, _t_bar_rows
 
     @triton.jit
     def _descriptor_t_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
@@ -155,38 +107,6 @@ if embedding.triton is not None:
                     _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, inv, w, dw,
                                      q0, q1, q2, q3)
 
-    @triton.jit
-    def _t_bar_rows(tbar_ptr, centre, col, col_ok, M: tl.constexpr):
-        """The 4 rows of dE/dT (4, M) of one centre, over the register columns col."""
-        tb = tbar_ptr + centre * 4 * M + col
-        return (tl.load(tb, mask=col_ok, other=0.0), tl.load(tb + M, mask=col_ok, other=0.0),
-                tl.load(tb + 2 * M, mask=col_ok, other=0.0), tl.load(tb + 3 * M, mask=col_ok, other=0.0))
-
-    @triton.jit
-    def _env_row_grad(g, dg, s, rx, ry, rz, tb0, tb1, tb2, tb3):
-        """dE/dR_ij (the 4 normalised columns) of BLOCK rows from dE/dT: t_bar G_j^T, plus (R_j t_bar) . dG_j/ds on
-        column s (row reductions; the same products as padded GEMMs were measured 7-40x slower on an H100)."""
-        a = s[:, None] * tb0[None, :] + rx[:, None] * tb1[None, :] + ry[:, None] * tb2[None, :] \
-            + rz[:, None] * tb3[None, :]
-        q0 = tl.sum(g * tb0[None, :], axis=1) + tl.sum(a * dg, axis=1)
-        return q0, tl.sum(g * tb1[None, :], axis=1), tl.sum(g * tb2[None, :], axis=1), tl.sum(g * tb3[None, :], axis=1)
-
-    @triton.jit
-    def _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, inv, w, dw,
-                         q0, q1, q2, q3):
-        """dE/dr_ij from dE/dR_ij (q, normalised rows) through 1/dstd and R~ = w [1/(r+p), r_ij/(r+p)^2]."""
-        q0 = q0 * tl.load(stat_ptr + nstat + st, mask=live, other=0.0)
-        q1 = q1 * tl.load(stat_ptr + nstat + st + 1, mask=live, other=0.0)
-        q2 = q2 * tl.load(stat_ptr + nstat + st + 2, mask=live, other=0.0)
-        q3 = q3 * tl.load(stat_ptr + nstat + st + 3, mask=live, other=0.0)
-        inv2 = inv * inv
-        radial = q0 * (dw * inv - w * inv2) + (q1 * x + q2 * y + q3 * z) * (dw * inv2 - 2.0 * w * inv2 * inv)
-        radial = radial / tl.sqrt(x * x + y * y + z * z)
-        at = (centre * nnei + slot) * 3
-        tl.store(grad_ptr + at, radial * x + q1 * w * inv2, mask=live)
-        tl.store(grad_ptr + at + 1, radial * y + q2 * w * inv2, mask=live)
-        tl.store(grad_ptr + at + 2, radial * z + q3 * w * inv2, mask=live)
-
 
 def unfusable_reason(model, device: torch.device) -> str | None:
     """Why the fused inference kernels cannot evaluate `model` on `device`, or None when they can."""
@@ -202,41 +122,32 @@ def unfusable_reason(model, device: torch.device) -> str | None:
     return None
 
 
-@functools.cache
-def _block_starts(sel: tuple[int, ...], device: torch.device) -> Tensor:
-    """Block starts, made once per device (no host-to-device copy inside a CUDA-graph capture)."""
-    return torch.tensor([0, *accumulate(sel)], dtype=torch.int32, device=device)
-
-
-@functools.cache
-def _geometry(rcut: float, rcut_smth: float, protection: float, nnei: int, dtype: torch.dtype,
-              device: torch.device) -> Tensor:
-    """(rcut, rcut_smth, env_protection, 1/nnei) on the device, made once (no copy inside a graph capture)."""
-    return torch.tensor([rcut, rcut_smth, protection, 1.0 / nnei], dtype=dtype, device=device)
-
-
-def env_args(d, rij: Tensor, center_type: Tensor) -> list[Tensor]:
-    """The arguments `_env_rows` reads, first in every inference kernel (these and the compressed ones): pair vectors,
-    centre types, statistics (davg, 1/dstd), geometry and the neighbour-type block starts."""
-    stats = torch.stack([d.davg, 1.0 / d.dstd]).contiguous()  # (2, ntypes, nnei, 4)
-    geo = _geometry(d.rcut, d.rcut_smth, d.env_protection, sum(d.sel), d.dtype, rij.device)
-    return [rij.contiguous(), center_type.to(torch.int32).contiguous(), stats, geo,
-            _block_starts(tuple(d.sel), rij.device)]
-
-
 def _launch_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str) -> tuple[list, dict]:
     """Tensor arguments shared by both kernels and their compile-time constants."""
-    params = [t for layer in d.nets.layers for t in (layer.matrix, layer.bias)]
-    tensors = [*env_args(d, rij, center_type), *params]
-    meta = embedding._launch_meta(params, d.sel, "ieee" if rij.dtype == torch.float64 else precision)
+    tensors, meta = net_args(d, rij, center_type, precision)
     block, warps = TILES[kernel]
-    meta.update(NTYPES=d.ntypes, ONE_SIDE=d.type_one_side, BLOCK=block, num_warps=warps)
+    meta.update(BLOCK=block, num_warps=warps)
     return tensors, meta
 
 
 def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3") -> Tensor:
     """T_i = sum_j R_ij^T G(s_ij) / nnei, (n, 4, M1), from pair vectors rij (n, nnei, 3) in the descriptor
-    precision (padded slots: a vector beyond rcut) and centre types (n,)."""
+    precision (padded slots: a vector beyond rcut) and centre types (n,): float32 by the atom-tile kernel,
+    float64 by the one-atom kernel (Triton 3.6 does not compile the atom tiles' float64 GEMMs, run 40)."""
+    if rij.dtype == torch.float32:
+        return atom_tiles.descriptor_t(d, rij, center_type, precision)
+    return one_atom_t(d, rij, center_type, precision)
+
+
+def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3") -> Tensor:
+    """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1), T as in `descriptor_t` (the same choice of kernel)."""
+    if rij.dtype == torch.float32:
+        return atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, precision)
+    return one_atom_pair_grad(d, rij, center_type, t_bar, precision)
+
+
+def one_atom_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3") -> Tensor:
+    """`descriptor_t` by the one-atom kernel."""
     tensors, meta = _launch_args(d, rij, center_type, precision, "t")
     n, nnei = rij.shape[:2]
     t_mat = rij.new_empty(n, 4, meta["N3"])
@@ -244,8 +155,8 @@ def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3")
     return t_mat
 
 
-def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3") -> Tensor:
-    """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1), T as in `descriptor_t`."""
+def one_atom_pair_grad(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3") -> Tensor:
+    """`pair_grad_from_t_bar` by the one-atom kernel."""
     tensors, meta = _launch_args(d, rij, center_type, precision, "grad")
     n, nnei = rij.shape[:2]
     grad = torch.empty_like(rij)

@@ -1,0 +1,90 @@
+"""Tile sweep of the inference kernels with several atoms per program (`deeppot.kernels.atom_tiles`) against the
+one-atom kernels (`deeppot.kernels.descriptor`): each kernel alone, its largest deviation from the one-atom kernel,
+and the whole evaluation with the one-atom kernels and with the fastest tiles. One JSON line per measurement.
+
+Water-like box of benchmarks/compress_bench.py (no data files), on a GPU:
+    PYTHONPATH=$PWD:$PWD/benchmarks python benchmarks/atom_tiles_sweep.py --atoms 98304 > tiles.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import torch
+from compress_bench import model_pair, timed, water_box
+
+from deeppot.infer import Evaluator
+from deeppot.kernels import atom_tiles, descriptor
+
+VARIANTS = [(4, 16, 4), (2, 16, 4), (8, 8, 4), (4, 8, 4), (4, 32, 4)]  # (ATOMS, SLOTS, warps); float32 only
+
+
+def deviation(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a - b).abs().max() / b.abs().max())
+
+
+def sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def kernel_rows(precision: str, d, rij, center_type, t_bar, n: int):
+    """Time the one-atom kernels, then each tile variant (one row each)."""
+    t_ref = descriptor.one_atom_t(d, rij, center_type)
+    g_ref = descriptor.one_atom_pair_grad(d, rij, center_type, t_bar)
+    base = {"precision": precision, "natoms": n}
+    yield {**base, "kernel": "one_atom", "t_ms": timed(lambda: descriptor.one_atom_t(d, rij, center_type), sync),
+           "grad_ms": timed(lambda: descriptor.one_atom_pair_grad(d, rij, center_type, t_bar), sync)}
+    for atoms, slots, warps in VARIANTS:
+        atom_tiles.TILES.update(t=(atoms, slots, warps), grad=(atoms, slots, warps))
+        row = {**base, "kernel": "atom_tiles", "atoms": atoms, "slots": slots, "warps": warps}
+        try:
+            row["t_dev"] = deviation(atom_tiles.descriptor_t(d, rij, center_type), t_ref)
+            row["grad_dev"] = deviation(atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar), g_ref)
+            row["t_ms"] = timed(lambda: atom_tiles.descriptor_t(d, rij, center_type), sync)
+            row["grad_ms"] = timed(lambda: atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar), sync)
+        except Exception as err:  # a tile that does not compile (shared memory, registers) is a result too
+            row["error"] = f"{type(err).__name__}: {str(err)[-1500:]}"
+        yield row
+
+
+def sweep(precision: str, natoms: int, device: str) -> None:
+    model, _ = model_pair(precision)
+    ev = Evaluator(model, device)
+    flat = ev.neighbors(*water_box(natoms, device))
+    n, d = flat.ncentre, ev.model.descriptor
+    rij = flat.pair_vectors(0, n, model.rcut).to(d.dtype)
+    t_bar = torch.randn(n, 4, d.neuron[-1], dtype=d.dtype, device=device)
+    rows = []
+    for row in kernel_rows(precision, d, rij, flat.center_type, t_bar, n):
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    tiled = [r for r in rows[1:] if "grad_ms" in r]
+    fastest = {k: min(tiled, key=lambda r, k=k: r[f"{k}_ms"]) for k in ("t", "grad")}
+    atom_tiles.TILES.update({k: (r["atoms"], r["slots"], r["warps"]) for k, r in fastest.items()})
+    descriptor.descriptor_t, descriptor.pair_grad_from_t_bar = descriptor.one_atom_t, descriptor.one_atom_pair_grad
+    try:
+        ms = timed(lambda: ev.evaluate_neighbors(flat), sync)
+    finally:
+        descriptor.descriptor_t, descriptor.pair_grad_from_t_bar = dispatch
+    print(json.dumps({"precision": precision, "natoms": n, "kernel": "whole_one_atom", "whole_ms": ms}), flush=True)
+    ms = timed(lambda: ev.evaluate_neighbors(flat), sync)
+    print(json.dumps({"precision": precision, "natoms": n, "kernel": "whole_atom_tiles", "tiles": atom_tiles.TILES,
+                      "whole_ms": ms, "atom_steps_per_s": n / ms * 1e3}), flush=True)
+
+
+dispatch = descriptor.descriptor_t, descriptor.pair_grad_from_t_bar
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--atoms", type=int, nargs="+", default=[98304])
+    parser.add_argument("--precision", nargs="+", default=["float32"])
+    parser.add_argument("--device", default="cuda", help="cpu: a dry run under TRITON_INTERPRET=1")
+    parser.add_argument("--variants", type=int, default=None, help="only the first N tile variants")
+    args = parser.parse_args()
+    torch.set_grad_enabled(False)
+    for precision in args.precision:
+        for natoms in args.atoms:
+            del VARIANTS[args.variants or len(VARIANTS):]
+            sweep(precision, natoms, args.device)

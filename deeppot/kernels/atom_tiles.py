@@ -1,0 +1,171 @@
+"""The inference kernels of `deeppot.kernels.descriptor` with several centre atoms per program.
+
+One program per atom makes every embedding GEMM BLOCK (16-32) rows tall and holds the net's weights in registers
+(255 of them a thread: few programs fit on a multiprocessor). Here a program takes ATOMS consecutive centres and
+walks each neighbour-type block in chunks of SLOTS slots of every one of them, so a GEMM is ATOMS x SLOTS rows tall,
+and it re-reads the weights from cache every chunk instead of keeping them live (faster in both kernels, run 40).
+Row r of a chunk is slot r % SLOTS of the program's atom r // SLOTS.
+
+- T: the per-atom contraction R^T G becomes one GEMM with a block-diagonal left side (row 4a + c holds column c
+  of atom a's rows, zero elsewhere), so the accumulator's rows are the ATOMS atoms' four rows of T.
+- dE/dr_ij: t_bar G_j^T and (R_j t_bar) . dG_j/ds need each row's own atom's t_bar: row reductions over a
+  (ATOMS, SLOTS, M1) view of the chunk against (ATOMS, 1, M1) t_bar rows. (GEMMs against all the program's t_bar
+  rows and a pick of each row's own columns were 3-90x slower, run 39.)
+
+Atoms of a program may differ in type (two-sided nets depend on the centre type): the program runs each centre
+type present among its atoms, the others' rows masked. Same interface and results as the one-atom kernels; float32
+only (Triton 3.6 fails to compile these float64 GEMMs for the H100, run 40: float64 keeps the one-atom kernels).
+Tests: tests/kernels/test_descriptor.py (GPU, or Triton's interpreter on a CPU).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from deeppot.kernels import embedding
+from deeppot.kernels.env_rows import net_args
+
+# (ATOMS, SLOTS, warps) of each kernel, measured fastest on an H100 (98,304 water atoms, float32, runs 40-41)
+TILES = {"t": (4, 16, 4), "grad": (8, 8, 4)}
+
+if embedding.triton is not None:
+    import triton
+    import triton.language as tl
+
+    from deeppot.kernels.embedding import _columns, _dense_jet, _tanh
+    from deeppot.kernels.env_rows import _dense, _env_rows, _net_weights, _store_pair_grad
+
+    @triton.jit
+    def _tile(type_ptr, n, ATOMS: tl.constexpr, SLOTS: tl.constexpr, RT: tl.constexpr):
+        """This program's first centre, each row's atom (within the tile), centre, type and reality, and the
+        row index of the 4 x ATOMS T rows (RT >= 16 of them, the rest zero padding)."""
+        first = tl.program_id(0).to(tl.int64) * ATOMS
+        owner = tl.arange(0, ATOMS * SLOTS) // SLOTS
+        centre = first + owner
+        real = centre < n
+        ctype = tl.load(type_ptr + centre, mask=real, other=-1)
+        return first, owner, centre, real, ctype, tl.arange(0, RT)
+
+    @triton.jit
+    def _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei, nstat, corner,
+                 w1, b1, w2, b2, w3, b3, SKIP2: tl.constexpr, SKIP3: tl.constexpr, PRECISION: tl.constexpr):
+        """acc (RT, M1) += the block-diagonal R^T of one chunk @ its G."""
+        s, rx, ry, rz = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei, nstat)[:4]
+        g = _tanh(s[:, None] * w1[None, :] + b1[None, :])
+        g = _dense(_dense(g, w2, b2, SKIP2, PRECISION), w3, b3, SKIP3, PRECISION)
+        rt = tl.where(corner == 0, s[None, :], tl.where(corner == 1, rx[None, :], tl.where(
+            corner == 2, ry[None, :], tl.where(corner == 3, rz[None, :], 0.0))))
+        return acc + tl.dot(rt, g, input_precision=PRECISION)
+
+    @triton.jit
+    def _tiled_t_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
+                        w3_ptr, b3_ptr, t_ptr, n, nnei, nstat,
+                        N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
+                        L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
+                        NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
+                        RT: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
+        first, owner, centre, real, ctype, trow = _tile(type_ptr, n, ATOMS, SLOTS, RT)
+        col, col_ok = _columns(L3[0], L3[1], L3[2])
+        lane = tl.arange(0, ATOMS * SLOTS) % SLOTS
+        corner = trow[:, None] - 4 * owner[None, :]  # component c of row r's atom sits at T row 4 * owner + c
+        acc = (trow[:, None] + col[None, :] * 0).to(rij_ptr.dtype.element_ty) * 0.0
+        for tc in range(1 if ONE_SIDE else NTYPES):
+            mine = real if ONE_SIDE else real & (ctype == tc)
+            if tl.max(mine.to(tl.int32), axis=0) > 0:
+                for b in range(NTYPES):
+                    k = b if ONE_SIDE else tc + b * NTYPES
+                    start = tl.load(starts_ptr + b)
+                    length = tl.load(starts_ptr + b + 1) - start
+                    for j0 in range(0, MAX_SEL, SLOTS):
+                        if j0 < length:
+                            w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k,
+                                                                  N1, N2, N3, L1, L2, L3)
+                            acc = _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, centre, ctype, start + j0 + lane,
+                                           mine & (j0 + lane < length), nnei, nstat, corner,
+                                           w1, b1, w2, b2, w3, b3, SKIP2, SKIP3, PRECISION)
+        atom = first + trow // 4
+        out = t_ptr + (atom * 4 + trow % 4)[:, None] * N3 + col[None, :]
+        ok = ((trow < 4 * ATOMS) & (atom < n))[:, None] & col_ok[None, :]
+        tl.store(out, acc * tl.load(geo_ptr + 3), mask=ok)
+
+    @triton.jit
+    def _per_atom(x, tb, ATOMS: tl.constexpr, SLOTS: tl.constexpr):
+        """sum over columns of x (ATOMS * SLOTS, M) times each row's own atom's row of tb (ATOMS, M)."""
+        m: tl.constexpr = x.shape[1]
+        return tl.reshape(tl.sum(tl.reshape(x, (ATOMS, SLOTS, m)) * tb[:, None, :], axis=2), (ATOMS * SLOTS,))
+
+    @triton.jit
+    def _grad_chunk(rij_ptr, stat_ptr, geo_ptr, grad_ptr, centre, ctype, slot, live, nnei, nstat,
+                    tb0, tb1, tb2, tb3, w1, b1, w2, b2, w3, b3, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
+                    SKIP2: tl.constexpr, SKIP3: tl.constexpr, PRECISION: tl.constexpr):
+        """dE/dr_ij of one chunk's rows (`deeppot.kernels.descriptor._env_row_grad` with per-row t_bar)."""
+        s, rx, ry, rz, x, y, z, inv, w, dw, st = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live,
+                                                             nnei, nstat)
+        g = _tanh(s[:, None] * w1[None, :] + b1[None, :])
+        dg = (1.0 - g * g) * w1[None, :]
+        g, dg = _dense_jet(g, dg, w2, b2, SKIP2, PRECISION)[3:]
+        g, dg = _dense_jet(g, dg, w3, b3, SKIP3, PRECISION)[3:]
+        q0 = _per_atom(g, tb0, ATOMS, SLOTS) + s * _per_atom(dg, tb0, ATOMS, SLOTS) \
+            + rx * _per_atom(dg, tb1, ATOMS, SLOTS) + ry * _per_atom(dg, tb2, ATOMS, SLOTS) \
+            + rz * _per_atom(dg, tb3, ATOMS, SLOTS)
+        _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, inv, w, dw, q0,
+                         _per_atom(g, tb1, ATOMS, SLOTS), _per_atom(g, tb2, ATOMS, SLOTS),
+                         _per_atom(g, tb3, ATOMS, SLOTS))
+
+    @triton.jit
+    def _tiled_grad_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
+                           w3_ptr, b3_ptr, tbar_ptr, grad_ptr, n, nnei, nstat,
+                           N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
+                           L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
+                           NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
+                           RT: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
+        # t_bar arrives divided by nnei; tb_c (ATOMS, M1): row c of the program's atoms' t_bar
+        first, _, centre, real, ctype = _tile(type_ptr, n, ATOMS, SLOTS, RT)[:5]
+        col, col_ok = _columns(L3[0], L3[1], L3[2])
+        lane = tl.arange(0, ATOMS * SLOTS) % SLOTS
+        atom = first + tl.arange(0, ATOMS)
+        tb = tbar_ptr + (atom * 4 * N3)[:, None] + col[None, :]
+        tb_ok = (atom < n)[:, None] & col_ok[None, :]
+        tb0, tb1 = tl.load(tb, mask=tb_ok, other=0.0), tl.load(tb + N3, mask=tb_ok, other=0.0)
+        tb2, tb3 = tl.load(tb + 2 * N3, mask=tb_ok, other=0.0), tl.load(tb + 3 * N3, mask=tb_ok, other=0.0)
+        for tc in range(1 if ONE_SIDE else NTYPES):
+            mine = real if ONE_SIDE else real & (ctype == tc)
+            if tl.max(mine.to(tl.int32), axis=0) > 0:
+                for b in range(NTYPES):
+                    k = b if ONE_SIDE else tc + b * NTYPES
+                    start = tl.load(starts_ptr + b)
+                    length = tl.load(starts_ptr + b + 1) - start
+                    for j0 in range(0, MAX_SEL, SLOTS):
+                        if j0 < length:
+                            w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k,
+                                                                  N1, N2, N3, L1, L2, L3)
+                            _grad_chunk(rij_ptr, stat_ptr, geo_ptr, grad_ptr, centre, ctype, start + j0 + lane,
+                                        mine & (j0 + lane < length), nnei, nstat, tb0, tb1, tb2, tb3,
+                                        w1, b1, w2, b2, w3, b3, ATOMS, SLOTS, SKIP2, SKIP3, PRECISION)
+
+
+def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str) -> tuple[list, dict, int]:
+    tensors, meta = net_args(d, rij, center_type, precision)
+    atoms, slots, warps = TILES[kernel]
+    meta.update(ATOMS=atoms, SLOTS=slots, RT=max(16, triton.next_power_of_2(4 * atoms)), num_warps=warps)
+    return tensors, meta, triton.cdiv(rij.shape[0], atoms)
+
+
+def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3") -> Tensor:
+    """As `deeppot.kernels.descriptor.descriptor_t`."""
+    tensors, meta, programs = _tiled_args(d, rij, center_type, precision, "t")
+    n, nnei = rij.shape[:2]
+    t_mat = rij.new_empty(n, 4, meta["N3"])
+    _tiled_t_kernel[(programs,)](*tensors, t_mat, n, nnei, d.davg.numel(), **meta)
+    return t_mat
+
+
+def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3") -> Tensor:
+    """As `deeppot.kernels.descriptor.pair_grad_from_t_bar`."""
+    tensors, meta, programs = _tiled_args(d, rij, center_type, precision, "grad")
+    n, nnei = rij.shape[:2]
+    grad = torch.empty_like(rij)
+    t_bar = (t_bar / nnei).contiguous()
+    _tiled_grad_kernel[(programs,)](*tensors, t_bar, grad, n, nnei, d.davg.numel(), **meta)
+    return grad
