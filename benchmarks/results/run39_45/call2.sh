@@ -1,6 +1,8 @@
 #!/bin/bash
 # Session 21, call 2 (H100): atom tiles with weights re-read per chunk and per-atom row reductions (sweep);
 # the fitting net's GEMMs in 3xTF32 (Triton) against cuBLAS FP32; kernel tests on the GPU.
+# (benchmarks/fitting_gemm.py and deeppot/kernels/matmul.py were removed after this run: 1-3% was not worth a kernel;
+# the sweep then had a RELOAD switch, now always on.)
 set -u
 export PYTHONUNBUFFERED=1
 export PYTHONPATH=$PWD:$PWD/benchmarks
