@@ -37,15 +37,15 @@ if embedding.triton is not None:
     from deeppot.kernels.env_rows import _dense, _env_rows, _net_weights, _store_pair_grad
 
     @triton.jit
-    def _tile(type_ptr, n, ATOMS: tl.constexpr, SLOTS: tl.constexpr, RT: tl.constexpr):
-        """This program's first centre, each row's atom (within the tile), centre, type and reality, and the
-        row index of the 4 x ATOMS T rows (RT >= 16 of them, the rest zero padding)."""
+    def _tile(type_ptr, n, ATOMS: tl.constexpr, SLOTS: tl.constexpr):
+        """This program's first centre, and per chunk row its atom (within the tile), centre, type, reality and
+        slot within the chunk."""
         first = tl.program_id(0).to(tl.int64) * ATOMS
         owner = tl.arange(0, ATOMS * SLOTS) // SLOTS
         centre = first + owner
         real = centre < n
         ctype = tl.load(type_ptr + centre, mask=real, other=-1)
-        return first, owner, centre, real, ctype, tl.arange(0, RT)
+        return first, owner, centre, real, ctype, tl.arange(0, ATOMS * SLOTS) % SLOTS
 
     @triton.jit
     def _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei, nstat, corner,
@@ -65,9 +65,9 @@ if embedding.triton is not None:
                         L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                         NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
                         RT: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
-        first, owner, centre, real, ctype, trow = _tile(type_ptr, n, ATOMS, SLOTS, RT)
+        first, owner, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
-        lane = tl.arange(0, ATOMS * SLOTS) % SLOTS
+        trow = tl.arange(0, RT)  # the 4 x ATOMS rows of T (RT >= 16 of them, the rest zero padding)
         corner = trow[:, None] - 4 * owner[None, :]  # component c of row r's atom sits at T row 4 * owner + c
         acc = (trow[:, None] + col[None, :] * 0).to(rij_ptr.dtype.element_ty) * 0.0
         for tc in range(1 if ONE_SIDE else NTYPES):
@@ -99,7 +99,7 @@ if embedding.triton is not None:
     def _grad_chunk(rij_ptr, stat_ptr, geo_ptr, grad_ptr, centre, ctype, slot, live, nnei, nstat,
                     tb0, tb1, tb2, tb3, w1, b1, w2, b2, w3, b3, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
                     SKIP2: tl.constexpr, SKIP3: tl.constexpr, PRECISION: tl.constexpr):
-        """dE/dr_ij of one chunk's rows (`deeppot.kernels.descriptor._env_row_grad` with per-row t_bar)."""
+        """dE/dr_ij of one chunk's rows (`deeppot.kernels.env_rows._env_row_grad` with per-row t_bar)."""
         s, rx, ry, rz, x, y, z, inv, w, dw, st = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live,
                                                              nnei, nstat)
         g = _tanh(s[:, None] * w1[None, :] + b1[None, :])
@@ -119,11 +119,10 @@ if embedding.triton is not None:
                            N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
                            L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                            NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
-                           RT: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
+                           MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
         # t_bar arrives divided by nnei; tb_c (ATOMS, M1): row c of the program's atoms' t_bar
-        first, _, centre, real, ctype = _tile(type_ptr, n, ATOMS, SLOTS, RT)[:5]
+        first, _, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
-        lane = tl.arange(0, ATOMS * SLOTS) % SLOTS
         atom = first + tl.arange(0, ATOMS)
         tb = tbar_ptr + (atom * 4 * N3)[:, None] + col[None, :]
         tb_ok = (atom < n)[:, None] & col_ok[None, :]
@@ -148,7 +147,9 @@ if embedding.triton is not None:
 def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str) -> tuple[list, dict, int]:
     tensors, meta = net_args(d, rij, center_type, precision)
     atoms, slots, warps = TILES[kernel]
-    meta.update(ATOMS=atoms, SLOTS=slots, RT=max(16, triton.next_power_of_2(4 * atoms)), num_warps=warps)
+    meta.update(ATOMS=atoms, SLOTS=slots, num_warps=warps)
+    if kernel == "t":  # rows of the T accumulator: 4 an atom, at least 16 (the GEMM's smallest M)
+        meta["RT"] = max(16, triton.next_power_of_2(4 * atoms))
     return tensors, meta, triton.cdiv(rij.shape[0], atoms)
 
 

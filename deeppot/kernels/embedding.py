@@ -259,11 +259,17 @@ def _layouts(widths: list[int]) -> list[tuple[int, int, int]]:
     return layouts
 
 
-def _launch_meta(params: list[Tensor], sel: list[int], precision: str) -> dict:
+def net_meta(params: list[Tensor], sel: list[int], precision: str) -> dict:
+    """The nets' compile-time constants (widths, register layouts, skips, largest block, GEMM precision), shared by
+    every embedding-net kernel; each kernel family adds its own tile."""
     n1, n2, n3 = params[0].shape[-1], params[2].shape[-1], params[4].shape[-1]
     l1, l2, l3 = _layouts([1, n1, n2, n3])
     return dict(N1=n1, N2=n2, N3=n3, L1=l1, L2=l2, L3=l3, SKIP2=_skip_kind(n1, n2), SKIP3=_skip_kind(n2, n3),
-                BLOCK=BLOCK_J, MAX_SEL=max(sel), PRECISION=precision, num_warps=NUM_WARPS)
+                MAX_SEL=max(sel), PRECISION=precision)
+
+
+def _launch_meta(params: list[Tensor], sel: list[int], precision: str) -> dict:
+    return dict(net_meta(params, sel, precision), BLOCK=BLOCK_J, num_warps=NUM_WARPS)
 
 
 class _EmbedJet(torch.autograd.Function):

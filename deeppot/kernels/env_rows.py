@@ -132,7 +132,5 @@ def net_args(d, rij: Tensor, center_type: Tensor, precision: str) -> tuple[list,
     compile-time constants, without the tile (each kernel family adds its own)."""
     params = [t for layer in d.nets.layers for t in (layer.matrix, layer.bias)]
     tensors = [*env_args(d, rij, center_type), *params]
-    meta = embedding._launch_meta(params, d.sel, "ieee" if rij.dtype == torch.float64 else precision)
-    del meta["BLOCK"], meta["num_warps"]
-    meta.update(NTYPES=d.ntypes, ONE_SIDE=d.type_one_side)
-    return tensors, meta
+    meta = embedding.net_meta(params, d.sel, "ieee" if rij.dtype == torch.float64 else precision)
+    return tensors, dict(meta, NTYPES=d.ntypes, ONE_SIDE=d.type_one_side)
