@@ -13,9 +13,10 @@ Row r of a chunk is slot r % SLOTS of the program's atom r // SLOTS.
   rows and a pick of each row's own columns were 3-90x slower, run 39.)
 
 Atoms of a program may differ in type (two-sided nets depend on the centre type): the program runs each centre
-type present among its atoms, the others' rows masked. Same interface and results as the one-atom kernels; float32
-only (Triton 3.6 fails to compile these float64 GEMMs for the H100, run 40: float64 keeps the one-atom kernels).
-Tests: tests/kernels/test_descriptor.py (GPU, or Triton's interpreter on a CPU).
+type present among its atoms, the others' rows masked. Same interface and results as the one-atom kernels.
+Float64 programs read the centre types as int64: Triton 3.6 sizes a GEMM operand's registers by the narrowest
+tensor load it descends from, and an int32 type load gave the float64 GEMMs a layout its lowering rejects ("fp64
+don't support largeK MMA", run 40). Tests: tests/kernels/test_descriptor.py (GPU, or Triton's interpreter on a CPU).
 """
 
 from __future__ import annotations
@@ -26,8 +27,15 @@ from torch import Tensor
 from deeppot.kernels import embedding
 from deeppot.kernels.env_rows import net_args
 
-# (ATOMS, SLOTS, warps) of each kernel, measured fastest on an H100 (98,304 water atoms, float32, runs 40-41)
-TILES = {"t": (4, 16, 4), "grad": (8, 8, 4)}
+# (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms; float32:
+# runs 40-41, float64: run 45). A kernel not here keeps its one-atom twin (`covers`): the float64 gradient, whose
+# fastest tile was 7% slower than one atom a program (run 45).
+TILES = {torch.float32: {"t": (4, 16, 4), "grad": (8, 8, 4)}, torch.float64: {"t": (1, 16, 4)}}
+
+
+def covers(dtype: torch.dtype, kernel: str) -> bool:
+    """Whether kernel ("t" or "grad") of this precision runs as atom tiles."""
+    return kernel in TILES.get(dtype, {})
 
 if embedding.triton is not None:
     import triton
@@ -146,7 +154,9 @@ if embedding.triton is not None:
 
 def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str) -> tuple[list, dict, int]:
     tensors, meta = net_args(d, rij, center_type, precision)
-    atoms, slots, warps = TILES[kernel]
+    if rij.dtype == torch.float64:  # see the module's docstring
+        tensors[1] = center_type.to(torch.int64)
+    atoms, slots, warps = TILES[rij.dtype][kernel]
     meta.update(ATOMS=atoms, SLOTS=slots, num_warps=warps)
     if kernel == "t":  # rows of the T accumulator: 4 an atom, at least 16 (the GEMM's smallest M)
         meta["RT"] = max(16, triton.next_power_of_2(4 * atoms))

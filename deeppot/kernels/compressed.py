@@ -35,8 +35,9 @@ if embedding.triton is not None:
     from deeppot.kernels.env_rows import _env_row_grad, _env_rows, _store_pair_grad, _t_bar_rows
 
     @triton.jit
-    def _table_jet(table_ptr, info_ptr, k, s, live, col, col_ok, M1: tl.constexpr):
-        """G(s) and G'(s) of BLOCK rows from net k's table: (BLOCK, M1P) each.
+    def _table_rows(info_ptr, k, s):
+        """Per row, the table row of s in net k's table, the offset tau within its interval and the distance beyond
+        the tabulated range (linear extrapolation there).
 
         info (nnets, 8) = lower, upper, max, step, step1, K0 = floor((upper-lower)/step), last interval, first row
         of the net's table in the concatenated tables (nrows, 6*M1).
@@ -53,7 +54,12 @@ if embedding.triton is not None:
         tau = tl.where(inside1, s - (idx * step + lower), s - ((idx - k0) * step1 + upper))
         tau = tl.where(below, 0.0, tl.where(above, top - ((last - k0) * step1 + upper), tau))
         beyond = tl.where(below, s - lower, tl.where(above, s - top, 0.0))
-        rows = first_row + idx.to(tl.int64)
+        return first_row + idx.to(tl.int64), tau, beyond
+
+    @triton.jit
+    def _table_jet(table_ptr, info_ptr, k, s, live, col, col_ok, M1: tl.constexpr):
+        """G(s) and G'(s) of BLOCK rows from net k's table: (BLOCK, M1P) each."""
+        rows, tau, beyond = _table_rows(info_ptr, k, s)
         ok = live[:, None] & col_ok[None, :]
         c = table_ptr + rows[:, None] * (6 * M1) + col[None, :] * 6
         # Horner from a5 down, each coefficient loaded as it is needed (fewer live registers than six tiles)

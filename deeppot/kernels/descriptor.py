@@ -10,10 +10,11 @@ so two kernels recompute the embedding net per chunk of slots and contract it at
 
 Between them, `fused_pair_stage` runs the fitting net and dE/dT in PyTorch (per-atom work, no slots). In the
 kernels here one program handles one centre atom: for each neighbour-type block it loads that block's net (net b,
-or net (t_i, b) when two-sided) and walks the block's slots in chunks of BLOCK rows. Float32 models go to the
-atom-tile kernels of `deeppot.kernels.atom_tiles` instead (several atoms a program: 16% faster at 98,304 water
-atoms on an H100, runs 40-41). The layer helpers (padded register layouts, DeePMD's skips, tensor-core GEMMs: 3xTF32
-for float32, float64 GEMMs for float64) are the training kernels'; the environment rows are `env_rows`'.
+or net (t_i, b) when two-sided) and walks the block's slots in chunks of BLOCK rows. Where measured faster, the
+atom-tile kernels of `deeppot.kernels.atom_tiles` run instead (several atoms a program; 98,304 water atoms on an
+H100: both float32 kernels, 16% faster, runs 40-41; the float64 T kernel, 28% faster, run 45). The layer
+helpers (padded register layouts, DeePMD's skips, tensor-core GEMMs: 3xTF32 for float32, float64 GEMMs for
+float64) are the training kernels'; the environment rows are `env_rows`'.
 Tests: tests/kernels/test_descriptor.py (GPU, or Triton's interpreter on a CPU) and tests/gpu.
 """
 
@@ -132,16 +133,16 @@ def _launch_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: st
 
 def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3") -> Tensor:
     """T_i = sum_j R_ij^T G(s_ij) / nnei, (n, 4, M1), from pair vectors rij (n, nnei, 3) in the descriptor
-    precision (padded slots: a vector beyond rcut) and centre types (n,): float32 by the atom-tile kernel,
-    float64 by the one-atom kernel (Triton 3.6 does not compile the atom tiles' float64 GEMMs, run 40)."""
-    if rij.dtype == torch.float32:
+    precision (padded slots: a vector beyond rcut) and centre types (n,): by the atom-tile kernel where it has
+    a measured tile for the precision, else by the one-atom kernel."""
+    if atom_tiles.covers(rij.dtype, "t"):
         return atom_tiles.descriptor_t(d, rij, center_type, precision)
     return one_atom_t(d, rij, center_type, precision)
 
 
 def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3") -> Tensor:
-    """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1), T as in `descriptor_t` (the same choice of kernel)."""
-    if rij.dtype == torch.float32:
+    """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1), T as in `descriptor_t` (atom tiles where measured faster)."""
+    if atom_tiles.covers(rij.dtype, "grad"):
         return atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, precision)
     return one_atom_pair_grad(d, rij, center_type, t_bar, precision)
 

@@ -97,17 +97,17 @@ def test_fused_stage_with_exclude_types(type_one_side, exclude, sync_free):
     assert (reference_pair_stage(model, rij, nlist_loc, center_type, neighbor_type)[0] - energy).abs().max() > 1e-6
 
 
-@pytest.mark.parametrize(("atoms", "slots", "case"), [(4, 16, 2), (2, 8, 3), (8, 4, 3), (16, 2, 2), (8, 8, 5)])
+@pytest.mark.parametrize(("atoms", "slots", "case"),
+                         [(4, 16, 2), (2, 8, 3), (8, 4, 3), (16, 2, 2), (8, 8, 5), (2, 16, 1), (4, 8, 4)])
 def test_atom_tiles_equal_one_atom_kernels(monkeypatch, atoms, slots, case):
     """Several centres per program, of mixed types (random frames) and a last partial tile (24 centres): T and
-    dE/dr_ij equal the one-atom kernels' (float32: the atom tiles' only precision)."""
+    dE/dr_ij equal the one-atom kernels' (float32 and float64)."""
     from deeppot.kernels import atom_tiles
 
-    monkeypatch.setitem(atom_tiles.TILES, "t", (atoms, slots, 4))
-    monkeypatch.setitem(atom_tiles.TILES, "grad", (atoms, slots, 4))
     model, rij, _, center_type, _ = chunk_of(*CASES[case], seed=5)
     d = model.descriptor
-    assert len(center_type.unique()) > 1 and d.dtype == torch.float32
+    monkeypatch.setitem(atom_tiles.TILES, d.dtype, {"t": (atoms, slots, 4), "grad": (atoms, slots, 4)})
+    assert len(center_type.unique()) > 1
     t_mat = atom_tiles.descriptor_t(d, rij, center_type)
     torch.testing.assert_close(t_mat, kernels.one_atom_t(d, rij, center_type), **TOL[d.dtype])
     t_bar = torch.randn(t_mat.shape, generator=torch.Generator().manual_seed(2), dtype=t_mat.dtype).to(DEVICE)
