@@ -17,7 +17,10 @@ from compress_bench import model_pair, timed, water_box
 from deeppot.infer import Evaluator
 from deeppot.kernels import atom_tiles, descriptor
 
-VARIANTS = [(4, 16, 4), (2, 16, 4), (8, 8, 4), (4, 8, 4), (4, 32, 4)]  # (ATOMS, SLOTS, warps); float32 only
+VARIANTS = {  # (ATOMS, SLOTS, warps); float64 tiles hold twice the registers and shared memory: smaller ones
+    "float32": [(4, 16, 4), (2, 16, 4), (8, 8, 4), (4, 8, 4), (4, 32, 4)],
+    "float64": [(2, 16, 4), (4, 8, 4), (1, 16, 4), (2, 8, 4), (4, 16, 4), (1, 32, 4), (8, 8, 4)],
+}
 
 
 def deviation(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -36,8 +39,8 @@ def kernel_rows(precision: str, d, rij, center_type, t_bar, n: int):
     base = {"precision": precision, "natoms": n}
     yield {**base, "kernel": "one_atom", "t_ms": timed(lambda: descriptor.one_atom_t(d, rij, center_type), sync),
            "grad_ms": timed(lambda: descriptor.one_atom_pair_grad(d, rij, center_type, t_bar), sync)}
-    for atoms, slots, warps in VARIANTS:
-        atom_tiles.TILES.update(t=(atoms, slots, warps), grad=(atoms, slots, warps))
+    for atoms, slots, warps in VARIANTS[precision]:
+        atom_tiles.TILES[d.dtype] = {"t": (atoms, slots, warps), "grad": (atoms, slots, warps)}
         row = {**base, "kernel": "atom_tiles", "atoms": atoms, "slots": slots, "warps": warps}
         try:
             row["t_dev"] = deviation(atom_tiles.descriptor_t(d, rij, center_type), t_ref)
@@ -62,7 +65,7 @@ def sweep(precision: str, natoms: int, device: str) -> None:
         print(json.dumps(row), flush=True)
     tiled = [r for r in rows[1:] if "grad_ms" in r]
     fastest = {k: min(tiled, key=lambda r, k=k: r[f"{k}_ms"]) for k in ("t", "grad")}
-    atom_tiles.TILES.update({k: (r["atoms"], r["slots"], r["warps"]) for k, r in fastest.items()})
+    atom_tiles.TILES[d.dtype] = {k: (r["atoms"], r["slots"], r["warps"]) for k, r in fastest.items()}
     descriptor.descriptor_t, descriptor.pair_grad_from_t_bar = descriptor.one_atom_t, descriptor.one_atom_pair_grad
     try:
         ms = timed(lambda: ev.evaluate_neighbors(flat), sync)
@@ -70,7 +73,8 @@ def sweep(precision: str, natoms: int, device: str) -> None:
         descriptor.descriptor_t, descriptor.pair_grad_from_t_bar = dispatch
     print(json.dumps({"precision": precision, "natoms": n, "kernel": "whole_one_atom", "whole_ms": ms}), flush=True)
     ms = timed(lambda: ev.evaluate_neighbors(flat), sync)
-    print(json.dumps({"precision": precision, "natoms": n, "kernel": "whole_atom_tiles", "tiles": atom_tiles.TILES,
+    print(json.dumps({"precision": precision, "natoms": n, "kernel": "whole_atom_tiles",
+                      "tiles": atom_tiles.TILES[d.dtype],
                       "whole_ms": ms, "atom_steps_per_s": n / ms * 1e3}), flush=True)
 
 
@@ -82,9 +86,12 @@ if __name__ == "__main__":
     parser.add_argument("--precision", nargs="+", default=["float32"])
     parser.add_argument("--device", default="cuda", help="cpu: a dry run under TRITON_INTERPRET=1")
     parser.add_argument("--variants", type=int, default=None, help="only the first N tile variants")
+    parser.add_argument("--tiles", nargs="+", default=None, help="these tiles instead, as ATOMS,SLOTS,WARPS")
     args = parser.parse_args()
+    if args.tiles:
+        VARIANTS.update({p: [tuple(int(v) for v in t.split(",")) for t in args.tiles] for p in args.precision})
     torch.set_grad_enabled(False)
     for precision in args.precision:
         for natoms in args.atoms:
-            del VARIANTS[args.variants or len(VARIANTS):]
+            del VARIANTS[precision][args.variants or len(VARIANTS[precision]):]
             sweep(precision, natoms, args.device)

@@ -1,0 +1,95 @@
+"""How close the compressed kernels are to the bytes they must read: the table kernels of
+`deeppot.kernels.compressed` against a kernel that only streams the same table rows (each slot's 6 x M1
+coefficients, found as the T kernel finds them, read as one contiguous coalesced row and summed), and against the
+same stream with every slot on table row 0 (always in L1). One JSON line per kernel, with the bytes of table rows
+a call reads and the rate it reads them at.
+
+Water-like box of benchmarks/compress_bench.py (no data files), on a GPU:
+    PYTHONPATH=$PWD:$PWD/benchmarks python benchmarks/table_roofline.py --atoms 98304 > roofline.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import torch
+import triton
+import triton.language as tl
+from compress_bench import model_pair, timed, water_box
+
+from deeppot.infer import Evaluator
+from deeppot.kernels import compressed
+from deeppot.kernels.compressed import _table_rows
+from deeppot.kernels.env_rows import _env_rows
+
+
+@triton.jit
+def _stream_rows_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, table_ptr, info_ptr, out_ptr, nnei, nstat,
+                        M1: tl.constexpr, W: tl.constexpr, NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr,
+                        BLOCK: tl.constexpr, MAX_SEL: tl.constexpr, ROW0: tl.constexpr):
+    centre = tl.program_id(0).to(tl.int64)
+    ctype = tl.load(type_ptr + centre)
+    word = tl.arange(0, W)
+    acc = (word * 0).to(table_ptr.dtype.element_ty)
+    for b in range(NTYPES):
+        k = b if ONE_SIDE else ctype + b * NTYPES
+        start = tl.load(starts_ptr + b)
+        length = tl.load(starts_ptr + b + 1) - start
+        for j0 in range(0, MAX_SEL, BLOCK):
+            if j0 < length:
+                rows = j0 + tl.arange(0, BLOCK)
+                live = rows < length
+                s = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, start + rows, live, nnei, nstat)[0]
+                row = _table_rows(info_ptr, k, s)[0]
+                if ROW0:
+                    row = row * 0
+                at = table_ptr + row[:, None] * (6 * M1) + word[None, :]
+                acc += tl.sum(tl.load(at, mask=live[:, None] & (word < 6 * M1)[None, :], other=0.0), axis=0)
+    tl.store(out_ptr + centre, tl.sum(acc, axis=0))
+
+
+def stream_rows(d, rij, center_type, row0: bool) -> torch.Tensor:
+    tensors, meta = compressed._launch_args(d, rij, center_type)
+    n, nnei = rij.shape[:2]
+    out = rij.new_empty(n)
+    _stream_rows_kernel[(n,)](*tensors, out, nnei, d.davg.numel(), M1=meta["M1"],
+                              W=triton.next_power_of_2(6 * meta["M1"]), NTYPES=meta["NTYPES"],
+                              ONE_SIDE=meta["ONE_SIDE"], BLOCK=meta["BLOCK"], MAX_SEL=meta["MAX_SEL"], ROW0=row0,
+                              num_warps=meta["num_warps"])
+    return out
+
+
+def sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def measure(precision: str, natoms: int, device: str) -> None:
+    _, model = model_pair(precision)
+    ev = Evaluator(model, device)
+    flat = ev.neighbors(*water_box(natoms, device))
+    n, d = flat.ncentre, ev.model.descriptor
+    rij = flat.pair_vectors(0, n, model.rcut).to(d.dtype)
+    t_bar = torch.randn(n, 4, d.neuron[-1], dtype=d.dtype, device=device)
+    row_bytes = rij.shape[0] * rij.shape[1] * 6 * d.neuron[-1] * rij.element_size()  # every slot reads one row
+    calls = {"t_kernel": lambda: compressed.compressed_descriptor_t(d, rij, flat.center_type),
+             "grad_kernel": lambda: compressed.compressed_pair_grad(d, rij, flat.center_type, t_bar),
+             "stream_rows": lambda: stream_rows(d, rij, flat.center_type, False),
+             "stream_row0": lambda: stream_rows(d, rij, flat.center_type, True)}
+    for name, fn in calls.items():
+        ms = timed(fn, sync)
+        print(json.dumps({"case": f"water:{precision}:{n}:compressed", "kernel": name, "ms": ms,
+                          "table_row_bytes": row_bytes, "TB_per_s": row_bytes / ms / 1e9}), flush=True)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--atoms", type=int, nargs="+", default=[98304])
+    parser.add_argument("--precision", nargs="+", default=["float32"])
+    parser.add_argument("--device", default="cuda", help="cpu: a dry run under TRITON_INTERPRET=1")
+    args = parser.parse_args()
+    torch.set_grad_enabled(False)
+    for precision in args.precision:
+        for natoms in args.atoms:
+            measure(precision, natoms, args.device)
