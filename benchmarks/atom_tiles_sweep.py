@@ -12,9 +12,8 @@ import argparse
 import json
 
 import torch
-from compress_bench import model_pair, timed, water_box
+from compress_bench import box_pairs, model_pair, timed
 
-from deeppot.infer import Evaluator
 from deeppot.kernels import atom_tiles, descriptor
 
 VARIANTS = {  # (ATOMS, SLOTS, warps); float64 tiles hold twice the registers and shared memory: smaller ones
@@ -54,11 +53,8 @@ def kernel_rows(precision: str, d, rij, center_type, t_bar, n: int):
 
 def sweep(precision: str, natoms: int, device: str) -> None:
     model, _ = model_pair(precision)
-    ev = Evaluator(model, device)
-    flat = ev.neighbors(*water_box(natoms, device))
+    ev, flat, rij, t_bar = box_pairs(model, natoms, device)
     n, d = flat.ncentre, ev.model.descriptor
-    rij = flat.pair_vectors(0, n, model.rcut).to(d.dtype)
-    t_bar = torch.randn(n, 4, d.neuron[-1], dtype=d.dtype, device=device)
     rows = []
     for row in kernel_rows(precision, d, rij, flat.center_type, t_bar, n):
         rows.append(row)

@@ -37,6 +37,16 @@ def water_box(natoms: int, device) -> tuple[torch.Tensor, torch.Tensor, torch.Te
     return coord[None].to(device), atype[None].to(device), box[None].to(device)
 
 
+def box_pairs(model: EnergyModel, natoms: int, device) -> tuple[Evaluator, object, torch.Tensor, torch.Tensor]:
+    """The kernels' inputs on the water-like box: the evaluator, its neighbour data, the pair vectors in the
+    descriptor precision and a random dE/dT (what the gradient kernels take)."""
+    ev = Evaluator(model, device)
+    flat = ev.neighbors(*water_box(natoms, device))
+    d = ev.model.descriptor
+    rij = flat.pair_vectors(0, flat.ncentre, model.rcut).to(d.dtype)
+    return ev, flat, rij, torch.randn(flat.ncentre, 4, d.neuron[-1], dtype=d.dtype, device=device)
+
+
 def model_pair(precision: str) -> tuple[EnergyModel, EnergyModel]:
     cfg = copy.deepcopy(MODEL)
     cfg["descriptor"]["precision"] = cfg["fitting_net"]["precision"] = precision

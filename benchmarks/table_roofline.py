@@ -16,9 +16,8 @@ import json
 import torch
 import triton
 import triton.language as tl
-from compress_bench import model_pair, timed, water_box
+from compress_bench import box_pairs, model_pair, timed
 
-from deeppot.infer import Evaluator
 from deeppot.kernels import compressed
 from deeppot.kernels.compressed import _table_rows
 from deeppot.kernels.env_rows import _env_rows
@@ -67,11 +66,8 @@ def sync() -> None:
 
 def measure(precision: str, natoms: int, device: str) -> None:
     _, model = model_pair(precision)
-    ev = Evaluator(model, device)
-    flat = ev.neighbors(*water_box(natoms, device))
+    ev, flat, rij, t_bar = box_pairs(model, natoms, device)
     n, d = flat.ncentre, ev.model.descriptor
-    rij = flat.pair_vectors(0, n, model.rcut).to(d.dtype)
-    t_bar = torch.randn(n, 4, d.neuron[-1], dtype=d.dtype, device=device)
     row_bytes = rij.shape[0] * rij.shape[1] * 6 * d.neuron[-1] * rij.element_size()  # every slot reads one row
     calls = {"t_kernel": lambda: compressed.compressed_descriptor_t(d, rij, flat.center_type),
              "grad_kernel": lambda: compressed.compressed_pair_grad(d, rij, flat.center_type, t_bar),
