@@ -41,8 +41,8 @@ if embedding.triton is not None:
     import triton
     import triton.language as tl
 
-    from deeppot.kernels.embedding import _columns, _dense_jet, _tanh
-    from deeppot.kernels.env_rows import _dense, _env_rows, _net_weights, _store_pair_grad
+    from deeppot.kernels.embedding import _columns, _dense_jet, _net_weights, _tanh
+    from deeppot.kernels.env_rows import _dense, _env_rows, _store_pair_grad
 
     @triton.jit
     def _tile(type_ptr, n, ATOMS: tl.constexpr, SLOTS: tl.constexpr):

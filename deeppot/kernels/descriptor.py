@@ -37,8 +37,8 @@ if embedding.triton is not None:
     import triton
     import triton.language as tl
 
-    from deeppot.kernels.embedding import _columns, _dense_jet, _tanh
-    from deeppot.kernels.env_rows import _dense, _env_row_grad, _env_rows, _net_weights, _store_pair_grad, _t_bar_rows
+    from deeppot.kernels.embedding import _columns, _dense_jet, _net_weights, _tanh
+    from deeppot.kernels.env_rows import _dense, _env_row_grad, _env_rows, _store_pair_grad, _t_bar_rows
 
     @triton.jit
     def _descriptor_t_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,

@@ -150,18 +150,25 @@ if triton is not None:
         return pid, atom, start, tl.load(starts_ptr + blk + 1) - start, tl.load(net_ptr + pid)
 
     @triton.jit
-    def _embed_fwd_kernel(rr_ptr, net_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr,
-                          g_ptr, dg_ptr, nnei, nblocks,
-                          N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
-                          L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
-                          BLOCK: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
-        atom, start, length, k = _program_slots(net_ptr, starts_ptr, nblocks)[1:]
+    def _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1: tl.constexpr, N2: tl.constexpr,
+                     N3: tl.constexpr, L1: tl.constexpr, L2: tl.constexpr, L3: tl.constexpr):
         w1 = _load_vector(w1_ptr, k, N1, L1[0], L1[1], L1[2])
         b1 = _load_vector(b1_ptr, k, N1, L1[0], L1[1], L1[2])
         w2 = _load_matrix(w2_ptr, k, N1, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
         b2 = _load_vector(b2_ptr, k, N2, L2[0], L2[1], L2[2])
         w3 = _load_matrix(w3_ptr, k, N2, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
         b3 = _load_vector(b3_ptr, k, N3, L3[0], L3[1], L3[2])
+        return w1, b1, w2, b2, w3, b3
+
+    @triton.jit
+    def _embed_fwd_kernel(rr_ptr, net_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr,
+                          g_ptr, dg_ptr, nnei, nblocks,
+                          N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
+                          L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
+                          BLOCK: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
+        atom, start, length, k = _program_slots(net_ptr, starts_ptr, nblocks)[1:]
+        w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1, N2, N3,
+                                              L1, L2, L3)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
         for j0 in range(0, MAX_SEL, BLOCK):  # a constant trip count (the interpreter needs one); skip past the end
             if j0 < length:

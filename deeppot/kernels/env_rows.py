@@ -1,5 +1,5 @@
 """What every inference kernel shares: the normalised environment rows of a chunk of neighbour slots and the way
-back from dE/dR to dE/dr_ij (Triton helpers), the embedding net's weights and layers, and the launch arguments.
+back from dE/dR to dE/dr_ij (Triton helpers), the embedding net's layers, and the launch arguments.
 
 Used by the one-atom kernels (`deeppot.kernels.descriptor`), the atom-tile kernels (`deeppot.kernels.atom_tiles`)
 and the compressed ones (`deeppot.kernels.compressed`); the PyTorch twins are in `deeppot.model.analytic`.
@@ -19,7 +19,7 @@ if embedding.triton is not None:
     import triton
     import triton.language as tl
 
-    from deeppot.kernels.embedding import _load_matrix, _load_vector, _skip, _tanh
+    from deeppot.kernels.embedding import _skip, _tanh
 
     @triton.jit
     def _dense(x, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr):
@@ -60,17 +60,6 @@ if embedding.triton is not None:
         ry = _normalised(y * w * inv * inv, stat_ptr, st, 2, live, nstat)
         rz = _normalised(z * w * inv * inv, stat_ptr, st, 3, live, nstat)
         return s, rx, ry, rz, x, y, z, inv, w, dw, st
-
-    @triton.jit
-    def _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1: tl.constexpr, N2: tl.constexpr,
-                     N3: tl.constexpr, L1: tl.constexpr, L2: tl.constexpr, L3: tl.constexpr):
-        w1 = _load_vector(w1_ptr, k, N1, L1[0], L1[1], L1[2])
-        b1 = _load_vector(b1_ptr, k, N1, L1[0], L1[1], L1[2])
-        w2 = _load_matrix(w2_ptr, k, N1, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
-        b2 = _load_vector(b2_ptr, k, N2, L2[0], L2[1], L2[2])
-        w3 = _load_matrix(w3_ptr, k, N2, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
-        b3 = _load_vector(b3_ptr, k, N3, L3[0], L3[1], L3[2])
-        return w1, b1, w2, b2, w3, b3
 
     @triton.jit
     def _t_bar_rows(tbar_ptr, centre, col, col_ok, M: tl.constexpr):
