@@ -1,52 +1,97 @@
-"""Tile sweep of the compressed kernels: each kernel alone and the whole evaluation, one JSON line per (BLOCK, warps).
+"""Tile sweep of the compressed kernels: T and dE/dr each alone, and the whole evaluation, one JSON line per
+(ATOMS, SLOTS, warps) tile (given to both kernels), on neighbour lists in DeePMD's order (each type block by
+distance) and, for the kernels alone, with the slots of every block shuffled.
 
-Water-like box of benchmarks/compress_bench.py (no data files), 98,304 atoms, float32 and float64, on a GPU:
-    PYTHONPATH=$PWD python benchmarks/compress_tiles.py > tiles.jsonl
-(run13_h100_compress_tiles.jsonl was measured with BLOCK=32 as the default, before BLOCK=16 was chosen from it).
+Why the order might matter: every slot reads its table row (6 x M1 coefficients) from cache, and in a
+distance-sorted list slot j of neighbouring atoms lies at about the same distance, so a tile of several atoms reads
+fewer distinct rows per chunk than one atom does. (Measured in runs 47-49: 3-25% between the orders; the kernels
+are bound more by their own instructions than by these reads, benchmarks/table_roofline.py.)
+
+Input: the first water frame of --data replicated to >= --atoms, with environment statistics (davg, dstd) from that
+frame as training would set them (a fresh model's davg 0, dstd 1 packs the slots into ~5x fewer table rows), the
+model compressed with `deeppot compress`'s defaults for the frame's smallest distance. On a GPU:
+    PYTHONPATH=$PWD:$PWD/benchmarks python benchmarks/compress_tiles.py --data .peer/data --inputs .peer/inputs \
+        --tiles 1,16,4 8,8,4 > tiles.jsonl
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import time
 
 import torch
-from compress_bench import model_pair, water_box
+from compress_bench import timed
+from infer_bench import frame_min_dist, make_model, supercells
 
-from deeppot.infer import Evaluator
+from deeppot.infer.deep_pot import Evaluator
 from deeppot.kernels import compressed as kernels
-
-VARIANTS = [(32, 4), (16, 4), (64, 4), (32, 2), (64, 8), (128, 8)]
-
-
-def timed(fn, calls: int = 5) -> float:
-    fn()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - start) / calls * 1e3
+from deeppot.model.stats import davg_dstd_from_sums, env_stat_sums
 
 
-def sweep(precision: str, natoms: int) -> None:
-    _, model = model_pair(precision)
-    ev = Evaluator(model, "cuda")
-    flat = ev.neighbors(*water_box(natoms, "cuda"))
-    n, d = flat.ncentre, ev.model.descriptor
-    rij = flat.pair_vectors(0, n, model.rcut).to(d.dtype)
-    t_bar = torch.randn(n, 4, d.neuron[-1], dtype=d.dtype, device="cuda")
-    for block, warps in VARIANTS:
-        kernels.BLOCK, kernels.NUM_WARPS = block, warps
-        row = {"precision": precision, "natoms": n, "block": block, "warps": warps, "fused": ev.fused,
-               "t_ms": timed(lambda: kernels.compressed_descriptor_t(d, rij, flat.center_type)),
-               "grad_ms": timed(lambda: kernels.compressed_pair_grad(d, rij, flat.center_type, t_bar)),
-               "whole_ms": timed(lambda: ev.evaluate_neighbors(flat))}
-        row["atom_steps_per_s"] = n / row["whole_ms"] * 1e3
+def compressed_water(args, precision: str, device) -> tuple[Evaluator, object]:
+    """The evaluator of a compressed water model with the frame's statistics, and the supercell's neighbour list."""
+    _, _, coord, box, atype = next(supercells(args.data, "water", [args.atoms]))
+    model = make_model(args.inputs, "water", precision).to(device)
+    ev = Evaluator(model, device)
+    as_t = lambda a, dt: torch.as_tensor(a, dtype=dt, device=device)[None]  # noqa: E731
+    flat = ev.neighbors(as_t(coord, torch.float64), as_t(atype, torch.int64), as_t(box, torch.float64))
+    d = model.descriptor
+    owner = flat.neighbor_owner_and_type(0, flat.ncentre)[0]
+    sums = env_stat_sums(flat.pair_vectors(0, flat.ncentre, d.rcut)[None], owner[None], flat.center_type[None],
+                         d.ntypes, d.rcut, d.rcut_smth, d.env_protection)
+    davg, dstd = davg_dstd_from_sums(sums.cpu(), sum(d.sel))
+    d.davg.copy_(davg.to(d.davg)), d.dstd.copy_(dstd.to(d.dstd))
+    d.enable_compression(frame_min_dist(args.data, "water"))
+    return Evaluator(model.to(device), device), flat
+
+
+def shuffled_blocks(rij: torch.Tensor, sel: list[int]) -> torch.Tensor:
+    """rij with the slots of every type block in a random order per atom (the same T: a block's slots share their
+    statistics, and padding is a vector beyond rcut wherever it sits)."""
+    out, start = rij.clone(), 0
+    for width in sel:
+        order = torch.rand(rij.shape[0], width, device=rij.device).argsort(dim=1) + start
+        out[:, start:start + width] = rij.gather(1, order[..., None].expand(-1, -1, 3))
+        start += width
+    return out
+
+
+def sweep(args, precision: str) -> None:
+    device = torch.device(args.device)
+    ev, flat = compressed_water(args, precision, device)
+    d = ev.model.descriptor
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    rij = flat.pair_vectors(0, flat.ncentre, d.rcut).to(d.dtype)
+    lists = {"sorted": rij, "shuffled": shuffled_blocks(rij, d.sel)}
+    t_bar = torch.randn(flat.ncentre, 4, d.neuron[-1], dtype=d.dtype, device=device)
+    dtype = getattr(torch, precision)
+    for tile in args.tiles:
+        atoms, slots, warps = (int(v) for v in tile.split(","))
+        kernels.TILES[dtype] = {"t": (atoms, slots, warps), "grad": (atoms, slots, warps)}
+        row = {"case": f"water:{precision}:{flat.ncentre}:compressed", "tile": [atoms, slots, warps]}
+        for order, r in lists.items():
+            row[f"t_ms_{order}"] = timed(lambda r=r: kernels.compressed_descriptor_t(d, r, flat.center_type), sync)
+            row[f"grad_ms_{order}"] = timed(
+                lambda r=r: kernels.compressed_pair_grad(d, r, flat.center_type, t_bar), sync)
+        row["ms_per_step"] = timed(lambda: ev.evaluate_neighbors(flat), sync)
+        row["atom_steps_per_s"] = round(flat.ncentre / row["ms_per_step"] * 1e3, 1)
         print(json.dumps(row), flush=True)
 
 
-if __name__ == "__main__":
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", required=True, help="the benchmark data folder (water/...)")
+    p.add_argument("--inputs", required=True, help="the reference input.json folder")
+    p.add_argument("--atoms", type=int, default=98304)
+    p.add_argument("--precisions", nargs="+", default=["float32", "float64"])
+    p.add_argument("--tiles", nargs="+", default=["1,16,4", "4,8,4", "8,8,4", "16,4,4", "32,4,4", "32,2,4"],
+                   help="ATOMS,SLOTS,WARPS each")
+    p.add_argument("--device", default="cuda", help="cpu: a dry run under TRITON_INTERPRET=1")
+    args = p.parse_args()
     torch.set_grad_enabled(False)
-    for precision in ("float32", "float64"):
-        sweep(precision, 98304)
+    for precision in args.precisions:
+        sweep(args, precision)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,8 +1,9 @@
 """How close the compressed kernels are to the bytes they must read: the table kernels of
 `deeppot.kernels.compressed` against a kernel that only streams the same table rows (each slot's 6 x M1
 coefficients, found as the T kernel finds them, read as one contiguous coalesced row and summed), and against the
-same stream with every slot on table row 0 (always in L1). One JSON line per kernel, with the bytes of table rows
-a call reads and the rate it reads them at.
+same stream with every slot on table row 0 (always in L1); the table kernels themselves with every lookup sent to
+their net's first row (`*_row0`: what they cost beyond reading their rows from L2). One JSON line per kernel, with
+the bytes of table rows a call reads and the rate it reads them at.
 
 Water-like box of benchmarks/compress_bench.py (no data files), on a GPU:
     PYTHONPATH=$PWD:$PWD/benchmarks python benchmarks/table_roofline.py --atoms 98304 > roofline.jsonl
@@ -21,6 +22,8 @@ from compress_bench import box_pairs, model_pair, timed
 from deeppot.kernels import compressed
 from deeppot.kernels.compressed import _table_rows
 from deeppot.kernels.env_rows import _env_rows
+
+STREAM_BLOCK = 16  # slots a chunk, one atom a program: the table kernels' layout when run 45 measured them
 
 
 @triton.jit
@@ -49,14 +52,29 @@ def _stream_rows_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, table_
 
 
 def stream_rows(d, rij, center_type, row0: bool) -> torch.Tensor:
-    tensors, meta = compressed._launch_args(d, rij, center_type)
+    tensors, meta, _ = compressed._launch_args(d, rij, center_type, "t")
     n, nnei = rij.shape[:2]
     out = rij.new_empty(n)
     _stream_rows_kernel[(n,)](*tensors, out, nnei, d.davg.numel(), M1=meta["M1"],
                               W=triton.next_power_of_2(6 * meta["M1"]), NTYPES=meta["NTYPES"],
-                              ONE_SIDE=meta["ONE_SIDE"], BLOCK=meta["BLOCK"], MAX_SEL=meta["MAX_SEL"], ROW0=row0,
-                              num_warps=meta["num_warps"])
+                              ONE_SIDE=meta["ONE_SIDE"], BLOCK=STREAM_BLOCK, MAX_SEL=meta["MAX_SEL"], ROW0=row0,
+                              num_warps=4)
     return out
+
+
+def timed_on_row0(d, fn) -> float:
+    """fn timed with the packed tables' lookup constants changed so that every s falls in its net's first interval
+    (one step of 1e5 from -1e4): the same loads and arithmetic, every row from L1."""
+    cache = d.tables.__dict__["_packed"]
+    key = next(k for k in cache if k[0] == d.dtype)
+    table, info = cache[key]
+    fake = info.clone()
+    fake[:, 0], fake[:, 1], fake[:, 2], fake[:, 3] = -1e4, 1e4, 1e4, 1e5
+    cache[key] = (table, fake)
+    try:
+        return timed(fn, sync)
+    finally:
+        cache[key] = (table, info)
 
 
 def sync() -> None:
@@ -73,8 +91,10 @@ def measure(precision: str, natoms: int, device: str) -> None:
              "grad_kernel": lambda: compressed.compressed_pair_grad(d, rij, flat.center_type, t_bar),
              "stream_rows": lambda: stream_rows(d, rij, flat.center_type, False),
              "stream_row0": lambda: stream_rows(d, rij, flat.center_type, True)}
-    for name, fn in calls.items():
-        ms = timed(fn, sync)
+    times = {name: timed(fn, sync) for name, fn in calls.items()}
+    times["t_kernel_row0"] = timed_on_row0(d, calls["t_kernel"])
+    times["grad_kernel_row0"] = timed_on_row0(d, calls["grad_kernel"])
+    for name, ms in times.items():
         print(json.dumps({"case": f"water:{precision}:{n}:compressed", "kernel": name, "ms": ms,
                           "table_row_bytes": row_bytes, "TB_per_s": row_bytes / ms / 1e9}), flush=True)
 

@@ -1,11 +1,13 @@
 """Fused Triton kernels for compressed models: the se_e2_a descriptor and its derivative from the tables.
 
-The compressed twin of `deeppot.kernels.descriptor` (same interface, same program layout): one program per centre
-atom; for each neighbour-type block, the block's table (net b, or net (t_i, b) when two-sided) and the block's
-slots in chunks of BLOCK rows. Per row: the normalised environment row (s, rx, ry, rz), then the interval of s,
-a gather of its 6 x M1 quintic coefficients and a Horner scheme for G(s) (and G'(s) in the gradient kernel), with
-DeePMD-kit 3.2.0's linear extrapolation outside [lower, extrapolate*upper] (`deeppot.model.tabulate.table_lookup`
-is the PyTorch twin). No GEMMs: the embedding net is gone, which is the point of compression.
+The compressed twin of `deeppot.kernels.descriptor` (same interface): a program takes ATOMS consecutive centres
+(`TILES`, per precision and kernel; one atom is a tile too) and walks each neighbour-type block in chunks of SLOTS
+slots of every one of them (the layout of `deeppot.kernels.atom_tiles`), reading the block's table (net b, or net
+(t_i, b) when two-sided: per row then). Per row: the normalised environment row (s, rx, ry, rz), then the interval
+of s, a gather of its 6 x M1 quintic coefficients and a Horner scheme for G(s) (and G'(s) in the gradient kernel),
+with DeePMD-kit 3.2.0's linear extrapolation outside [lower, extrapolate*upper]
+(`deeppot.model.tabulate.table_lookup` is the PyTorch twin). No GEMMs: the embedding net is gone, which is the
+point of compression.
 
 - `compressed_descriptor_t`: T_i = sum_j R_ij^T G(s_ij) / nnei (n, 4, M1);
 - `compressed_pair_grad`: dE/dr_ij (n, nnei, 3) from dE/dT;
@@ -25,14 +27,16 @@ from deeppot.kernels.descriptor import two_kernel_stage
 from deeppot.kernels.env_rows import env_args
 from deeppot.model import analytic
 
-BLOCK = 16  # slots per chunk: 16 x 4 warps measured fastest on an H100 (run13, benchmarks/compress_tiles.py)
-NUM_WARPS = 4
+# (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms with the
+# frame's statistics, runs 47-49, benchmarks/compress_tiles.py); (1, 16, 4) is one atom a program in chunks of 16
+TILES = {torch.float32: {"t": (1, 8, 4), "grad": (1, 16, 4)}, torch.float64: {"t": (8, 2, 4), "grad": (4, 4, 4)}}
 
 if embedding.triton is not None:
     import triton
     import triton.language as tl
 
-    from deeppot.kernels.env_rows import _env_row_grad, _env_rows, _store_pair_grad, _t_bar_rows
+    from deeppot.kernels.atom_tiles import _tile
+    from deeppot.kernels.env_rows import _env_rows, _store_pair_grad
 
     @triton.jit
     def _table_rows(info_ptr, k, s):
@@ -78,60 +82,91 @@ if embedding.triton is not None:
         return g + dg * beyond[:, None], dg
 
     @triton.jit
-    def _compressed_t_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, table_ptr, info_ptr, t_ptr, nnei,
+    def _slot_sum(x, ATOMS: tl.constexpr, SLOTS: tl.constexpr):
+        """(ATOMS * SLOTS, M) rows -> (ATOMS, M): the sum over each atom's slots."""
+        m: tl.constexpr = x.shape[1]
+        return tl.sum(tl.reshape(x, (ATOMS, SLOTS, m)), axis=1)
+
+    @triton.jit
+    def _slot_rows(x, ATOMS: tl.constexpr, SLOTS: tl.constexpr):
+        """A per-row value of a chunk as (ATOMS, SLOTS, 1), to scale the (ATOMS, SLOTS, M1P) view of its rows."""
+        return tl.reshape(x, (ATOMS, SLOTS))[:, :, None]
+
+    @triton.jit
+    def _compressed_t_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, table_ptr, info_ptr, t_ptr, n, nnei,
                              nstat, M1: tl.constexpr, M1P: tl.constexpr, NTYPES: tl.constexpr,
-                             ONE_SIDE: tl.constexpr, BLOCK: tl.constexpr, MAX_SEL: tl.constexpr):
-        centre = tl.program_id(0).to(tl.int64)
-        ctype = tl.load(type_ptr + centre)
+                             ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
+                             MAX_SEL: tl.constexpr):
+        # R_ij^T G accumulates per chunk row; the sum over slots comes once, at the end (summing every chunk made
+        # the float32 kernel 9.1 instead of 5.4 ms at one atom x 16 slots, run 49)
+        first, _, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col = tl.arange(0, M1P)
         col_ok = col < M1
-        zero = (col * 0).to(rij_ptr.dtype.element_ty)
+        zero = tl.zeros((ATOMS * SLOTS, M1P), dtype=rij_ptr.dtype.element_ty)
         t0, t1, t2, t3 = zero, zero, zero, zero
         for b in range(NTYPES):
-            k = b if ONE_SIDE else ctype + b * NTYPES
+            k = b if ONE_SIDE else tl.maximum(ctype, 0) + b * NTYPES  # two-sided: per row, by its centre's type
             start = tl.load(starts_ptr + b)
             length = tl.load(starts_ptr + b + 1) - start
-            for j0 in range(0, MAX_SEL, BLOCK):
+            for j0 in range(0, MAX_SEL, SLOTS):
                 if j0 < length:
-                    rows = j0 + tl.arange(0, BLOCK)
-                    live = rows < length
-                    s, rx, ry, rz = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, start + rows, live, nnei,
-                                              nstat)[:4]
+                    live = real & (j0 + lane < length)
+                    s, rx, ry, rz = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, start + j0 + lane, live,
+                                              nnei, nstat)[:4]
                     g = _table_jet(table_ptr, info_ptr, k, s, live, col, col_ok, M1)[0]
-                    t0 += tl.sum(s[:, None] * g, axis=0)
-                    t1 += tl.sum(rx[:, None] * g, axis=0)
-                    t2 += tl.sum(ry[:, None] * g, axis=0)
-                    t3 += tl.sum(rz[:, None] * g, axis=0)
+                    t0 += s[:, None] * g
+                    t1 += rx[:, None] * g
+                    t2 += ry[:, None] * g
+                    t3 += rz[:, None] * g
+        atom = first + tl.arange(0, ATOMS)
+        out = t_ptr + (atom * 4 * M1)[:, None] + col[None, :]
+        ok = (atom < n)[:, None] & col_ok[None, :]
         scale = tl.load(geo_ptr + 3)
-        out = t_ptr + centre * 4 * M1 + col
-        tl.store(out, t0 * scale, mask=col_ok)
-        tl.store(out + M1, t1 * scale, mask=col_ok)
-        tl.store(out + 2 * M1, t2 * scale, mask=col_ok)
-        tl.store(out + 3 * M1, t3 * scale, mask=col_ok)
+        tl.store(out, _slot_sum(t0, ATOMS, SLOTS) * scale, mask=ok)
+        tl.store(out + M1, _slot_sum(t1, ATOMS, SLOTS) * scale, mask=ok)
+        tl.store(out + 2 * M1, _slot_sum(t2, ATOMS, SLOTS) * scale, mask=ok)
+        tl.store(out + 3 * M1, _slot_sum(t3, ATOMS, SLOTS) * scale, mask=ok)
+
+    @triton.jit
+    def _tile_row_grad(g, dg, s, rx, ry, rz, tb0, tb1, tb2, tb3, ATOMS: tl.constexpr, SLOTS: tl.constexpr):
+        """`deeppot.kernels.env_rows._env_row_grad` for the rows of a tile, each against its own atom's t_bar
+        rows tb_c (ATOMS, M1P): the chunk viewed as (ATOMS, SLOTS, M1P), one reduction per output column."""
+        m: tl.constexpr = g.shape[1]
+        g = tl.reshape(g, (ATOMS, SLOTS, m))
+        dg = tl.reshape(dg, (ATOMS, SLOTS, m))
+        u0, u1, u2, u3 = tb0[:, None, :], tb1[:, None, :], tb2[:, None, :], tb3[:, None, :]
+        a = _slot_rows(s, ATOMS, SLOTS) * u0 + _slot_rows(rx, ATOMS, SLOTS) * u1 \
+            + _slot_rows(ry, ATOMS, SLOTS) * u2 + _slot_rows(rz, ATOMS, SLOTS) * u3
+        rows: tl.constexpr = ATOMS * SLOTS
+        return (tl.reshape(tl.sum(g * u0 + a * dg, axis=2), (rows,)), tl.reshape(tl.sum(g * u1, axis=2), (rows,)),
+                tl.reshape(tl.sum(g * u2, axis=2), (rows,)), tl.reshape(tl.sum(g * u3, axis=2), (rows,)))
 
     @triton.jit
     def _compressed_grad_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, table_ptr, info_ptr, tbar_ptr,
-                                grad_ptr, nnei, nstat, M1: tl.constexpr, M1P: tl.constexpr, NTYPES: tl.constexpr,
-                                ONE_SIDE: tl.constexpr, BLOCK: tl.constexpr, MAX_SEL: tl.constexpr):
+                                grad_ptr, n, nnei, nstat, M1: tl.constexpr, M1P: tl.constexpr,
+                                NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr,
+                                SLOTS: tl.constexpr, MAX_SEL: tl.constexpr):
         # t_bar arrives divided by nnei: dE/dR_j = t_bar G_j^T, plus dE/ds_j = (R_j t_bar) . G'_j on column 0
-        centre = tl.program_id(0).to(tl.int64)
-        ctype = tl.load(type_ptr + centre)
+        first, _, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col = tl.arange(0, M1P)
         col_ok = col < M1
-        tb0, tb1, tb2, tb3 = _t_bar_rows(tbar_ptr, centre, col, col_ok, M1)
+        atom = first + tl.arange(0, ATOMS)
+        tb = tbar_ptr + (atom * 4 * M1)[:, None] + col[None, :]
+        tb_ok = (atom < n)[:, None] & col_ok[None, :]
+        tb0, tb1 = tl.load(tb, mask=tb_ok, other=0.0), tl.load(tb + M1, mask=tb_ok, other=0.0)
+        tb2, tb3 = tl.load(tb + 2 * M1, mask=tb_ok, other=0.0), tl.load(tb + 3 * M1, mask=tb_ok, other=0.0)
         for b in range(NTYPES):
-            k = b if ONE_SIDE else ctype + b * NTYPES
+            k = b if ONE_SIDE else tl.maximum(ctype, 0) + b * NTYPES
             start = tl.load(starts_ptr + b)
             length = tl.load(starts_ptr + b + 1) - start
-            for j0 in range(0, MAX_SEL, BLOCK):
+            for j0 in range(0, MAX_SEL, SLOTS):
                 if j0 < length:
-                    rows = j0 + tl.arange(0, BLOCK)
-                    live = rows < length
-                    slot = start + rows
+                    live = real & (j0 + lane < length)
+                    slot = start + j0 + lane
                     s, rx, ry, rz, x, y, z, inv, w, dw, st = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype,
                                                                          slot, live, nnei, nstat)
                     g, dg = _table_jet(table_ptr, info_ptr, k, s, live, col, col_ok, M1)
-                    q0, q1, q2, q3 = _env_row_grad(g, dg, s, rx, ry, rz, tb0, tb1, tb2, tb3)
+                    q0, q1, q2, q3 = _tile_row_grad(g, dg, s, rx, ry, rz, tb0, tb1, tb2, tb3, ATOMS, SLOTS)
                     _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, inv, w, dw,
                                      q0, q1, q2, q3)
 
@@ -176,31 +211,32 @@ def _max_sel(sel: tuple[int, ...]) -> int:
     return max(sel)
 
 
-def _launch_args(d, rij: Tensor, center_type: Tensor) -> tuple[list, dict]:
+def _launch_args(d, rij: Tensor, center_type: Tensor, kernel: str) -> tuple[list, dict, int]:
     tensors = [*env_args(d, rij, center_type), *packed_tables(d.tables, d.dtype, rij.device)]
     m1 = d.neuron[-1]
-    meta = dict(M1=m1, M1P=triton.next_power_of_2(m1), NTYPES=d.ntypes, ONE_SIDE=d.type_one_side, BLOCK=BLOCK,
-                MAX_SEL=_max_sel(tuple(d.sel)), num_warps=NUM_WARPS)
-    return tensors, meta
+    atoms, slots, warps = TILES[rij.dtype][kernel]
+    meta = dict(M1=m1, M1P=triton.next_power_of_2(m1), NTYPES=d.ntypes, ONE_SIDE=d.type_one_side, ATOMS=atoms,
+                SLOTS=slots, MAX_SEL=_max_sel(tuple(d.sel)), num_warps=warps)
+    return tensors, meta, triton.cdiv(rij.shape[0], atoms)
 
 
 def compressed_descriptor_t(d, rij: Tensor, center_type: Tensor) -> Tensor:
     """T_i = sum_j R_ij^T G(s_ij) / nnei (n, 4, M1) from the tables; rij (n, nnei, 3) in the descriptor precision
     (padded slots: a vector beyond rcut), center_type (n,)."""
-    tensors, meta = _launch_args(d, rij, center_type)
+    tensors, meta, programs = _launch_args(d, rij, center_type, "t")
     n, nnei = rij.shape[:2]
     t_mat = rij.new_empty(n, 4, meta["M1"])
-    _compressed_t_kernel[(n,)](*tensors, t_mat, nnei, d.davg.numel(), **meta)
+    _compressed_t_kernel[(programs,)](*tensors, t_mat, n, nnei, d.davg.numel(), **meta)
     return t_mat
 
 
 def compressed_pair_grad(d, rij: Tensor, center_type: Tensor, t_bar: Tensor) -> Tensor:
     """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1), T as in `compressed_descriptor_t`."""
-    tensors, meta = _launch_args(d, rij, center_type)
+    tensors, meta, programs = _launch_args(d, rij, center_type, "grad")
     n, nnei = rij.shape[:2]
     grad = torch.empty_like(rij)
     t_bar = (t_bar / nnei).contiguous()
-    _compressed_grad_kernel[(n,)](*tensors, t_bar, grad, nnei, d.davg.numel(), **meta)
+    _compressed_grad_kernel[(programs,)](*tensors, t_bar, grad, n, nnei, d.davg.numel(), **meta)
     return grad
 
 

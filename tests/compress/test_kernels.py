@@ -45,8 +45,12 @@ def chunk_of(type_one_side, precision, neuron, sel, ntypes, seed=0, exclude_type
     return model, flat
 
 
+@pytest.mark.parametrize("tile", [(1, 16), (16, 4)], ids=["one-atom", "tiles-16x4"])
 @pytest.mark.parametrize(("type_one_side", "precision", "neuron", "sel", "ntypes"), CASES)
-def test_kernels_equal_their_pytorch_twins(type_one_side, precision, neuron, sel, ntypes):
+def test_kernels_equal_their_pytorch_twins(type_one_side, precision, neuron, sel, ntypes, tile, monkeypatch):
+    """Both program layouts: one atom a program, and tiles of 16 atoms (24 centres of mixed types: the tiles mix
+    centre types, the last one is partial, and blocks end inside a chunk)."""
+    monkeypatch.setitem(kernels.TILES, getattr(torch, precision), {"t": (*tile, 4), "grad": (*tile, 4)})
     model, flat = chunk_of(type_one_side, precision, neuron, sel, ntypes)
     d = model.descriptor
     assert kernels.unfusable_reason(model, DEVICE) is None
