@@ -130,7 +130,7 @@ if embedding.triton is not None:
     @triton.jit
     def _tile_row_grad(g, dg, s, rx, ry, rz, tb0, tb1, tb2, tb3, ATOMS: tl.constexpr, SLOTS: tl.constexpr):
         """`deeppot.kernels.env_rows._env_row_grad` for the rows of a tile, each against its own atom's t_bar
-        rows tb_c (ATOMS, M1P): the chunk viewed as (ATOMS, SLOTS, M1P), one reduction per output column."""
+        rows tb_c (ATOMS, M1P): the chunk viewed as (ATOMS, SLOTS, M1P)."""
         m: tl.constexpr = g.shape[1]
         g = tl.reshape(g, (ATOMS, SLOTS, m))
         dg = tl.reshape(dg, (ATOMS, SLOTS, m))
@@ -138,8 +138,14 @@ if embedding.triton is not None:
         a = _slot_rows(s, ATOMS, SLOTS) * u0 + _slot_rows(rx, ATOMS, SLOTS) * u1 \
             + _slot_rows(ry, ATOMS, SLOTS) * u2 + _slot_rows(rz, ATOMS, SLOTS) * u3
         rows: tl.constexpr = ATOMS * SLOTS
-        return (tl.reshape(tl.sum(g * u0 + a * dg, axis=2), (rows,)), tl.reshape(tl.sum(g * u1, axis=2), (rows,)),
-                tl.reshape(tl.sum(g * u2, axis=2), (rows,)), tl.reshape(tl.sum(g * u3, axis=2), (rows,)))
+        # one reduction of the four products together: 4-7% faster than four tl.sum (run 51)
+        q0, q1, q2, q3 = tl.reduce((g * u0 + a * dg, g * u1, g * u2, g * u3), 2, _add4)
+        return tl.reshape(q0, (rows,)), tl.reshape(q1, (rows,)), tl.reshape(q2, (rows,)), tl.reshape(q3, (rows,))
+
+    @triton.jit
+    def _add4(a0, a1, a2, a3, b0, b1, b2, b3):
+        """The combine function of four sums reduced together."""
+        return a0 + b0, a1 + b1, a2 + b2, a3 + b3
 
     @triton.jit
     def _compressed_grad_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, table_ptr, info_ptr, tbar_ptr,
