@@ -59,6 +59,7 @@ def test_dp_round_trip(tmp_path, type_one_side):
 def test_deepmd_kit_reads_and_evaluates_our_compressed_file(tmp_path, type_one_side, exclude):
     """DeePMD-kit's NumPy backend evaluates our tables as we do; with exclude_types too (padding rows reach the
     nets of excluded pairs, so those are tabulated as well)."""
+    pytest.importorskip("deepmd.dpmodel")  # DeePMD-kit is the oracle; deepmd_ref imports it only when called
     deepmd_ref = pytest.importorskip("compat.deepmd_ref")
     model = compress_model(_model(type_one_side=type_one_side, exclude_types=exclude), step=0.02, extrapolate=1.5)
     save_model(model, tmp_path / "c.dp")
