@@ -56,6 +56,15 @@ if embedding.triton is not None:
         return first, owner, centre, real, ctype, tl.arange(0, ATOMS * SLOTS) % SLOTS
 
     @triton.jit
+    def _tile_t_bar(tbar_ptr, first, n, col, col_ok, ATOMS: tl.constexpr, M: tl.constexpr):
+        """The four rows of dE/dT (n, 4, M) of the program's atoms, each (ATOMS, M columns col); 0 past n."""
+        atom = first + tl.arange(0, ATOMS)
+        tb = tbar_ptr + (atom * 4 * M)[:, None] + col[None, :]
+        ok = (atom < n)[:, None] & col_ok[None, :]
+        return (tl.load(tb, mask=ok, other=0.0), tl.load(tb + M, mask=ok, other=0.0),
+                tl.load(tb + 2 * M, mask=ok, other=0.0), tl.load(tb + 3 * M, mask=ok, other=0.0))
+
+    @triton.jit
     def _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei, nstat, corner,
                  w1, b1, w2, b2, w3, b3, SKIP2: tl.constexpr, SKIP3: tl.constexpr, PRECISION: tl.constexpr):
         """acc (RT, M1) += the block-diagonal R^T of one chunk @ its G."""
@@ -131,11 +140,7 @@ if embedding.triton is not None:
         # t_bar arrives divided by nnei; tb_c (ATOMS, M1): row c of the program's atoms' t_bar
         first, _, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
-        atom = first + tl.arange(0, ATOMS)
-        tb = tbar_ptr + (atom * 4 * N3)[:, None] + col[None, :]
-        tb_ok = (atom < n)[:, None] & col_ok[None, :]
-        tb0, tb1 = tl.load(tb, mask=tb_ok, other=0.0), tl.load(tb + N3, mask=tb_ok, other=0.0)
-        tb2, tb3 = tl.load(tb + 2 * N3, mask=tb_ok, other=0.0), tl.load(tb + 3 * N3, mask=tb_ok, other=0.0)
+        tb0, tb1, tb2, tb3 = _tile_t_bar(tbar_ptr, first, n, col, col_ok, ATOMS, N3)
         for tc in range(1 if ONE_SIDE else NTYPES):
             mine = real if ONE_SIDE else real & (ctype == tc)
             if tl.max(mine.to(tl.int32), axis=0) > 0:

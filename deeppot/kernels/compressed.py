@@ -35,7 +35,7 @@ if embedding.triton is not None:
     import triton
     import triton.language as tl
 
-    from deeppot.kernels.atom_tiles import _tile
+    from deeppot.kernels.atom_tiles import _tile, _tile_t_bar
     from deeppot.kernels.env_rows import _env_rows, _store_pair_grad
 
     @triton.jit
@@ -156,11 +156,7 @@ if embedding.triton is not None:
         first, _, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col = tl.arange(0, M1P)
         col_ok = col < M1
-        atom = first + tl.arange(0, ATOMS)
-        tb = tbar_ptr + (atom * 4 * M1)[:, None] + col[None, :]
-        tb_ok = (atom < n)[:, None] & col_ok[None, :]
-        tb0, tb1 = tl.load(tb, mask=tb_ok, other=0.0), tl.load(tb + M1, mask=tb_ok, other=0.0)
-        tb2, tb3 = tl.load(tb + 2 * M1, mask=tb_ok, other=0.0), tl.load(tb + 3 * M1, mask=tb_ok, other=0.0)
+        tb0, tb1, tb2, tb3 = _tile_t_bar(tbar_ptr, first, n, col, col_ok, ATOMS, M1)
         for b in range(NTYPES):
             k = b if ONE_SIDE else tl.maximum(ctype, 0) + b * NTYPES
             start = tl.load(starts_ptr + b)
