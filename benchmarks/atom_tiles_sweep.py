@@ -1,5 +1,6 @@
 """Tile sweep of the inference kernels with several atoms per program (`deeppot.kernels.atom_tiles`) against the
-one-atom kernels (`deeppot.kernels.descriptor`): each kernel alone, its largest deviation from the one-atom kernel,
+one-atom kernels (`deeppot.kernels.descriptor`): each kernel alone visiting every slot and visiting each block only
+up to its last neighbour (`_reach` keys, `deeppot.kernels.reach`), its largest deviation from the one-atom kernel,
 and the whole evaluation with the one-atom kernels and with the fastest tiles. One JSON line per measurement.
 
 Water-like box of benchmarks/compress_bench.py (no data files), on a GPU:
@@ -15,6 +16,7 @@ import torch
 from compress_bench import box_pairs, model_pair, timed
 
 from deeppot.kernels import atom_tiles, descriptor
+from deeppot.kernels.reach import find_reach
 
 VARIANTS = {  # (ATOMS, SLOTS, warps); float64 tiles hold twice the registers and shared memory: smaller ones
     "float32": [(4, 16, 4), (2, 16, 4), (8, 8, 4), (4, 8, 4), (4, 32, 4)],
@@ -31,13 +33,16 @@ def sync() -> None:
         torch.cuda.synchronize()
 
 
-def kernel_rows(precision: str, d, rij, center_type, t_bar, n: int):
+def kernel_rows(precision: str, d, rij, center_type, t_bar, n: int, reach):
     """Time the one-atom kernels, then each tile variant (one row each)."""
     t_ref = descriptor.one_atom_t(d, rij, center_type)
     g_ref = descriptor.one_atom_pair_grad(d, rij, center_type, t_bar)
     base = {"precision": precision, "natoms": n}
     yield {**base, "kernel": "one_atom", "t_ms": timed(lambda: descriptor.one_atom_t(d, rij, center_type), sync),
-           "grad_ms": timed(lambda: descriptor.one_atom_pair_grad(d, rij, center_type, t_bar), sync)}
+           "grad_ms": timed(lambda: descriptor.one_atom_pair_grad(d, rij, center_type, t_bar), sync),
+           "t_ms_reach": timed(lambda: descriptor.one_atom_t(d, rij, center_type, reach=reach), sync),
+           "grad_ms_reach": timed(lambda: descriptor.one_atom_pair_grad(d, rij, center_type, t_bar, reach=reach),
+                                  sync)}
     for atoms, slots, warps in VARIANTS[precision]:
         atom_tiles.TILES[d.dtype] = {"t": (atoms, slots, warps), "grad": (atoms, slots, warps)}
         row = {**base, "kernel": "atom_tiles", "atoms": atoms, "slots": slots, "warps": warps}
@@ -46,6 +51,9 @@ def kernel_rows(precision: str, d, rij, center_type, t_bar, n: int):
             row["grad_dev"] = deviation(atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar), g_ref)
             row["t_ms"] = timed(lambda: atom_tiles.descriptor_t(d, rij, center_type), sync)
             row["grad_ms"] = timed(lambda: atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar), sync)
+            row["t_ms_reach"] = timed(lambda: atom_tiles.descriptor_t(d, rij, center_type, reach=reach), sync)
+            row["grad_ms_reach"] = timed(
+                lambda: atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, reach=reach), sync)
         except Exception as err:  # a tile that does not compile (shared memory, registers) is a result too
             row["error"] = f"{type(err).__name__}: {str(err)[-1500:]}"
         yield row
@@ -55,12 +63,13 @@ def sweep(precision: str, natoms: int, device: str) -> None:
     model, _ = model_pair(precision)
     ev, flat, rij, t_bar = box_pairs(model, natoms, device)
     n, d = flat.ncentre, ev.model.descriptor
+    reach = find_reach(d, flat.center_type, flat.neighbor_owner_and_type(0, n)[1])
     rows = []
-    for row in kernel_rows(precision, d, rij, flat.center_type, t_bar, n):
+    for row in kernel_rows(precision, d, rij, flat.center_type, t_bar, n, reach):
         rows.append(row)
         print(json.dumps(row), flush=True)
     tiled = [r for r in rows[1:] if "grad_ms" in r]
-    fastest = {k: min(tiled, key=lambda r, k=k: r[f"{k}_ms"]) for k in ("t", "grad")}
+    fastest = {k: min(tiled, key=lambda r, k=k: r[f"{k}_ms_reach"]) for k in ("t", "grad")}
     atom_tiles.TILES[d.dtype] = {k: (r["atoms"], r["slots"], r["warps"]) for k, r in fastest.items()}
     descriptor.descriptor_t, descriptor.pair_grad_from_t_bar = descriptor.one_atom_t, descriptor.one_atom_pair_grad
     try:

@@ -1,6 +1,7 @@
 """Tile sweep of the compressed kernels: T and dE/dr each alone, and the whole evaluation, one JSON line per
 (ATOMS, SLOTS, warps) tile (given to both kernels), on neighbour lists in DeePMD's order (each type block by
-distance) and, for the kernels alone, with the slots of every block shuffled.
+distance) and, for the kernels alone, with the slots of every block shuffled; the kernels alone also visiting
+each block only up to its last neighbour (`_reach` keys, sorted list).
 
 Why the order might matter: every slot reads its table row (6 x M1 coefficients) from cache, and in a
 distance-sorted list slot j of neighbouring atoms lies at about the same distance, so a tile of several atoms reads
@@ -25,6 +26,7 @@ from infer_bench import frame_min_dist, make_model, supercells
 
 from deeppot.infer.deep_pot import Evaluator
 from deeppot.kernels import compressed as kernels
+from deeppot.kernels.reach import find_reach
 from deeppot.model.stats import davg_dstd_from_sums, env_stat_sums
 
 
@@ -64,6 +66,7 @@ def sweep(args, precision: str) -> None:
     rij = flat.pair_vectors(0, flat.ncentre, d.rcut).to(d.dtype)
     lists = {"sorted": rij, "shuffled": shuffled_blocks(rij, d.sel)}
     t_bar = torch.randn(flat.ncentre, 4, d.neuron[-1], dtype=d.dtype, device=device)
+    reach = find_reach(d, flat.center_type, flat.neighbor_owner_and_type(0, flat.ncentre)[1])
     dtype = getattr(torch, precision)
     for tile in args.tiles:
         atoms, slots, warps = (int(v) for v in tile.split(","))
@@ -73,6 +76,9 @@ def sweep(args, precision: str) -> None:
             row[f"t_ms_{order}"] = timed(lambda r=r: kernels.compressed_descriptor_t(d, r, flat.center_type), sync)
             row[f"grad_ms_{order}"] = timed(
                 lambda r=r: kernels.compressed_pair_grad(d, r, flat.center_type, t_bar), sync)
+        row["t_ms_reach"] = timed(lambda: kernels.compressed_descriptor_t(d, rij, flat.center_type, reach=reach), sync)
+        row["grad_ms_reach"] = timed(
+            lambda: kernels.compressed_pair_grad(d, rij, flat.center_type, t_bar, reach=reach), sync)
         row["ms_per_step"] = timed(lambda: ev.evaluate_neighbors(flat), sync)
         row["atom_steps_per_s"] = round(flat.ncentre / row["ms_per_step"] * 1e3, 1)
         print(json.dumps(row), flush=True)

@@ -46,6 +46,7 @@ import numpy as np
 SYSTEMS = {
     "water": ("water/data_0", "water_se_e2_a.json"),
     "copper": ("copper/C11_C12_I_strain_0.000", "copper_se_e2_a.json"),
+    "alloy": ("alloy/train/sys.000", "alloy_se_e2_a.json"),  # 108 atoms: 51 Al, 41 Cu, 16 Ni
 }
 DEFAULT_SIZES = [192, 1536, 12288, 98304, 1_000_000]
 OOM = "out of memory"
@@ -366,7 +367,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", nargs="+", type=float, default=DEFAULT_SIZES, help="atoms (at least) per case")
     p.add_argument("--precisions", nargs="+", default=["float32", "float64"])
-    p.add_argument("--systems", nargs="+", default=["water", "copper"], help="water, copper (space or comma list)")
+    p.add_argument("--systems", nargs="+", default=["water", "copper"],
+                   help="water, copper, alloy (space or comma list)")
     p.add_argument("--modes", nargs="+", default=list(MEASURE), choices=list(MEASURE))
     p.add_argument("--paths", nargs="+", default=["auto"], choices=list(PATH_OPTIONS),
                    help="auto: fused kernels where they run; pytorch: the PyTorch pair stage (fused=False); "

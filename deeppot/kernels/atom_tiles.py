@@ -14,9 +14,11 @@ Row r of a chunk is slot r % SLOTS of the program's atom r // SLOTS.
 
 Atoms of a program may differ in type (two-sided nets depend on the centre type): the program runs each centre
 type present among its atoms, the others' rows masked. Same interface and results as the one-atom kernels.
-Float64 programs read the centre types as int64: Triton 3.6 sizes a GEMM operand's registers by the narrowest
-tensor load it descends from, and an int32 type load gave the float64 GEMMs a layout its lowering rejects ("fp64
-don't support largeK MMA", run 40). Tests: tests/kernels/test_descriptor.py (GPU, or Triton's interpreter on a CPU).
+Float64 programs read the centre types and the reach as int64: Triton 3.6 sizes a GEMM operand's registers by the
+narrowest tensor load it descends from, and an int32 load (the types, run 40; a per-row reach, run 54) gave the float64
+GEMMs a layout its lowering rejects ("fp64 don't support largeK MMA"). Each block is walked up to the furthest
+reach of the tile's atoms of the type at hand (`deeppot.kernels.reach`).
+Tests: tests/kernels/test_descriptor.py (GPU, or Triton's interpreter on a CPU).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from torch import Tensor
 
 from deeppot.kernels import embedding
 from deeppot.kernels.env_rows import net_args
+from deeppot.kernels.reach import Reach, add_tail, full_reach, tile_tops
 
 # (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms; float32:
 # runs 40-41, float64: run 45). A kernel not here keeps its one-atom twin (`covers`): the float64 gradient, whose
@@ -76,7 +79,7 @@ if embedding.triton is not None:
         return acc + tl.dot(rt, g, input_precision=PRECISION)
 
     @triton.jit
-    def _tiled_t_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
+    def _tiled_t_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
                         w3_ptr, b3_ptr, t_ptr, n, nnei, nstat,
                         N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
                         L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
@@ -93,13 +96,13 @@ if embedding.triton is not None:
                 for b in range(NTYPES):
                     k = b if ONE_SIDE else tc + b * NTYPES
                     start = tl.load(starts_ptr + b)
-                    length = tl.load(starts_ptr + b + 1) - start
+                    top = tl.load(top_ptr + (tl.program_id(0) * (1 if ONE_SIDE else NTYPES) + tc) * NTYPES + b)
                     for j0 in range(0, MAX_SEL, SLOTS):
-                        if j0 < length:
+                        if j0 < top:
                             w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k,
                                                                   N1, N2, N3, L1, L2, L3)
                             acc = _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, centre, ctype, start + j0 + lane,
-                                           mine & (j0 + lane < length), nnei, nstat, corner,
+                                           mine & (j0 + lane < top), nnei, nstat, corner,
                                            w1, b1, w2, b2, w3, b3, SKIP2, SKIP3, PRECISION)
         atom = first + trow // 4
         out = t_ptr + (atom * 4 + trow % 4)[:, None] * N3 + col[None, :]
@@ -131,7 +134,7 @@ if embedding.triton is not None:
                          _per_atom(g, tb3, ATOMS, SLOTS))
 
     @triton.jit
-    def _tiled_grad_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
+    def _tiled_grad_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
                            w3_ptr, b3_ptr, tbar_ptr, grad_ptr, n, nnei, nstat,
                            N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
                            L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
@@ -147,41 +150,52 @@ if embedding.triton is not None:
                 for b in range(NTYPES):
                     k = b if ONE_SIDE else tc + b * NTYPES
                     start = tl.load(starts_ptr + b)
-                    length = tl.load(starts_ptr + b + 1) - start
+                    top = tl.load(top_ptr + (tl.program_id(0) * (1 if ONE_SIDE else NTYPES) + tc) * NTYPES + b)
                     for j0 in range(0, MAX_SEL, SLOTS):
-                        if j0 < length:
+                        if j0 < top:
                             w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k,
                                                                   N1, N2, N3, L1, L2, L3)
                             _grad_chunk(rij_ptr, stat_ptr, geo_ptr, grad_ptr, centre, ctype, start + j0 + lane,
-                                        mine & (j0 + lane < length), nnei, nstat, tb0, tb1, tb2, tb3,
+                                        mine & (j0 + lane < top), nnei, nstat, tb0, tb1, tb2, tb3,
                                         w1, b1, w2, b2, w3, b3, ATOMS, SLOTS, SKIP2, SKIP3, PRECISION)
 
 
-def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str) -> tuple[list, dict, int]:
-    tensors, meta = net_args(d, rij, center_type, precision)
+def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str, reach: Reach | None
+                ) -> tuple[list, dict, Tensor]:
+    atoms, slots, warps = TILES[rij.dtype][kernel]
+    tops = tile_tops((reach or full_reach(d, len(rij), rij.device)).reach, center_type, atoms, _per_type(d))
+    tensors, meta = net_args(d, rij, center_type, precision, tops)
     if rij.dtype == torch.float64:  # see the module's docstring
         tensors[1] = center_type.to(torch.int64)
-    atoms, slots, warps = TILES[rij.dtype][kernel]
     meta.update(ATOMS=atoms, SLOTS=slots, num_warps=warps)
     if kernel == "t":  # rows of the T accumulator: 4 an atom, at least 16 (the GEMM's smallest M)
         meta["RT"] = max(16, triton.next_power_of_2(4 * atoms))
-    return tensors, meta, triton.cdiv(rij.shape[0], atoms)
+    return tensors, meta, tops
 
 
-def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3") -> Tensor:
+def _per_type(d) -> int:
+    """Two-sided programs walk their atoms' types one at a time, so their tops are per type."""
+    return 0 if d.type_one_side else d.ntypes
+
+
+def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3", reach: Reach | None = None
+                 ) -> Tensor:
     """As `deeppot.kernels.descriptor.descriptor_t`."""
-    tensors, meta, programs = _tiled_args(d, rij, center_type, precision, "t")
+    tensors, meta, tops = _tiled_args(d, rij, center_type, precision, "t", reach)
     n, nnei = rij.shape[:2]
     t_mat = rij.new_empty(n, 4, meta["N3"])
-    _tiled_t_kernel[(programs,)](*tensors, t_mat, n, nnei, d.davg.numel(), **meta)
+    _tiled_t_kernel[(len(tops),)](*tensors, t_mat, n, nnei, d.davg.numel(), **meta)
+    if reach is not None:
+        add_tail(d, t_mat, center_type, tops, meta["ATOMS"], _per_type(d), reach.last)
     return t_mat
 
 
-def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3") -> Tensor:
+def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3",
+                         reach: Reach | None = None) -> Tensor:
     """As `deeppot.kernels.descriptor.pair_grad_from_t_bar`."""
-    tensors, meta, programs = _tiled_args(d, rij, center_type, precision, "grad")
+    tensors, meta, tops = _tiled_args(d, rij, center_type, precision, "grad", reach)
     n, nnei = rij.shape[:2]
-    grad = torch.empty_like(rij)
+    grad = torch.zeros_like(rij)  # slots past the tops are not visited
     t_bar = (t_bar / nnei).contiguous()
-    _tiled_grad_kernel[(programs,)](*tensors, t_bar, grad, n, nnei, d.davg.numel(), **meta)
+    _tiled_grad_kernel[(len(tops),)](*tensors, t_bar, grad, n, nnei, d.davg.numel(), **meta)
     return grad

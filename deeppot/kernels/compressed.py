@@ -25,6 +25,7 @@ from torch import Tensor
 from deeppot.kernels import embedding
 from deeppot.kernels.descriptor import two_kernel_stage
 from deeppot.kernels.env_rows import env_args
+from deeppot.kernels.reach import Reach, add_tail, full_reach, tile_tops
 from deeppot.model import analytic
 
 # (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms with the
@@ -93,8 +94,8 @@ if embedding.triton is not None:
         return tl.reshape(x, (ATOMS, SLOTS))[:, :, None]
 
     @triton.jit
-    def _compressed_t_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, table_ptr, info_ptr, t_ptr, n, nnei,
-                             nstat, M1: tl.constexpr, M1P: tl.constexpr, NTYPES: tl.constexpr,
+    def _compressed_t_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, table_ptr, info_ptr, t_ptr, n,
+                             nnei, nstat, M1: tl.constexpr, M1P: tl.constexpr, NTYPES: tl.constexpr,
                              ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
                              MAX_SEL: tl.constexpr):
         # R_ij^T G accumulates per chunk row; the sum over slots comes once, at the end (summing every chunk made
@@ -107,10 +108,10 @@ if embedding.triton is not None:
         for b in range(NTYPES):
             k = b if ONE_SIDE else tl.maximum(ctype, 0) + b * NTYPES  # two-sided: per row, by its centre's type
             start = tl.load(starts_ptr + b)
-            length = tl.load(starts_ptr + b + 1) - start
+            top = tl.load(top_ptr + tl.program_id(0) * NTYPES + b)
             for j0 in range(0, MAX_SEL, SLOTS):
-                if j0 < length:
-                    live = real & (j0 + lane < length)
+                if j0 < top:
+                    live = real & (j0 + lane < top)
                     s, rx, ry, rz = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, start + j0 + lane, live,
                                               nnei, nstat)[:4]
                     g = _table_jet(table_ptr, info_ptr, k, s, live, col, col_ok, M1)[0]
@@ -148,8 +149,8 @@ if embedding.triton is not None:
         return a0 + b0, a1 + b1, a2 + b2, a3 + b3
 
     @triton.jit
-    def _compressed_grad_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, table_ptr, info_ptr, tbar_ptr,
-                                grad_ptr, n, nnei, nstat, M1: tl.constexpr, M1P: tl.constexpr,
+    def _compressed_grad_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, table_ptr, info_ptr,
+                                tbar_ptr, grad_ptr, n, nnei, nstat, M1: tl.constexpr, M1P: tl.constexpr,
                                 NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr,
                                 SLOTS: tl.constexpr, MAX_SEL: tl.constexpr):
         # t_bar arrives divided by nnei: dE/dR_j = t_bar G_j^T, plus dE/ds_j = (R_j t_bar) . G'_j on column 0
@@ -160,10 +161,10 @@ if embedding.triton is not None:
         for b in range(NTYPES):
             k = b if ONE_SIDE else tl.maximum(ctype, 0) + b * NTYPES
             start = tl.load(starts_ptr + b)
-            length = tl.load(starts_ptr + b + 1) - start
+            top = tl.load(top_ptr + tl.program_id(0) * NTYPES + b)
             for j0 in range(0, MAX_SEL, SLOTS):
-                if j0 < length:
-                    live = real & (j0 + lane < length)
+                if j0 < top:
+                    live = real & (j0 + lane < top)
                     slot = start + j0 + lane
                     s, rx, ry, rz, x, y, z, inv, w, dw, st = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype,
                                                                          slot, live, nnei, nstat)
@@ -213,32 +214,38 @@ def _max_sel(sel: tuple[int, ...]) -> int:
     return max(sel)
 
 
-def _launch_args(d, rij: Tensor, center_type: Tensor, kernel: str) -> tuple[list, dict, int]:
-    tensors = [*env_args(d, rij, center_type), *packed_tables(d.tables, d.dtype, rij.device)]
-    m1 = d.neuron[-1]
+def _launch_args(d, rij: Tensor, center_type: Tensor, kernel: str, reach: Reach | None = None
+                 ) -> tuple[list, dict, Tensor]:
     atoms, slots, warps = TILES[rij.dtype][kernel]
+    tops = tile_tops((reach or full_reach(d, len(rij), rij.device)).reach, center_type, atoms, 0)
+    tensors = [*env_args(d, rij, center_type, tops), *packed_tables(d.tables, d.dtype, rij.device)]
+    m1 = d.neuron[-1]
     meta = dict(M1=m1, M1P=triton.next_power_of_2(m1), NTYPES=d.ntypes, ONE_SIDE=d.type_one_side, ATOMS=atoms,
                 SLOTS=slots, MAX_SEL=_max_sel(tuple(d.sel)), num_warps=warps)
-    return tensors, meta, triton.cdiv(rij.shape[0], atoms)
+    return tensors, meta, tops
 
 
-def compressed_descriptor_t(d, rij: Tensor, center_type: Tensor) -> Tensor:
+def compressed_descriptor_t(d, rij: Tensor, center_type: Tensor, reach: Reach | None = None) -> Tensor:
     """T_i = sum_j R_ij^T G(s_ij) / nnei (n, 4, M1) from the tables; rij (n, nnei, 3) in the descriptor precision
-    (padded slots: a vector beyond rcut), center_type (n,)."""
-    tensors, meta, programs = _launch_args(d, rij, center_type, "t")
+    (padded slots: a vector beyond rcut), center_type (n,); with `reach` (`deeppot.kernels.reach`) the kernel
+    skips the padding after each tile's furthest neighbour and adds what it would have added."""
+    tensors, meta, tops = _launch_args(d, rij, center_type, "t", reach)
     n, nnei = rij.shape[:2]
     t_mat = rij.new_empty(n, 4, meta["M1"])
-    _compressed_t_kernel[(programs,)](*tensors, t_mat, n, nnei, d.davg.numel(), **meta)
+    _compressed_t_kernel[(len(tops),)](*tensors, t_mat, n, nnei, d.davg.numel(), **meta)
+    if reach is not None:
+        add_tail(d, t_mat, center_type, tops, meta["ATOMS"], 0, reach.last)
     return t_mat
 
 
-def compressed_pair_grad(d, rij: Tensor, center_type: Tensor, t_bar: Tensor) -> Tensor:
-    """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1), T as in `compressed_descriptor_t`."""
-    tensors, meta, programs = _launch_args(d, rij, center_type, "grad")
+def compressed_pair_grad(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, reach: Reach | None = None
+                         ) -> Tensor:
+    """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1), T as in `compressed_descriptor_t` (zero on skipped slots)."""
+    tensors, meta, tops = _launch_args(d, rij, center_type, "grad", reach)
     n, nnei = rij.shape[:2]
-    grad = torch.empty_like(rij)
+    grad = torch.zeros_like(rij)
     t_bar = (t_bar / nnei).contiguous()
-    _compressed_grad_kernel[(programs,)](*tensors, t_bar, grad, n, nnei, d.davg.numel(), **meta)
+    _compressed_grad_kernel[(len(tops),)](*tensors, t_bar, grad, n, nnei, d.davg.numel(), **meta)
     return grad
 
 

@@ -25,8 +25,9 @@ import functools
 import torch
 from torch import Tensor
 
-from deeppot.kernels import atom_tiles, embedding, exclude
+from deeppot.kernels import atom_tiles, embedding
 from deeppot.kernels.env_rows import net_args
+from deeppot.kernels.reach import Reach, add_tail, excluded_as_padding, find_reach, full_reach, tile_tops
 from deeppot.model import analytic
 
 # Slots per chunk (the GEMM M dimension) and warps of each kernel, measured fastest on an H100 (water, 1e4-1e5 atoms;
@@ -41,8 +42,8 @@ if embedding.triton is not None:
     from deeppot.kernels.env_rows import _dense, _env_row_grad, _env_rows, _store_pair_grad, _t_bar_rows
 
     @triton.jit
-    def _descriptor_t_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
-                             w3_ptr, b3_ptr, t_ptr, nnei, nstat,
+    def _descriptor_t_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, w1_ptr, b1_ptr, w2_ptr,
+                             b2_ptr, w3_ptr, b3_ptr, t_ptr, nnei, nstat,
                              N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
                              L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                              NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, BLOCK: tl.constexpr,
@@ -57,7 +58,7 @@ if embedding.triton is not None:
         for b in range(NTYPES):
             k = b if ONE_SIDE else ctype + b * NTYPES
             start = tl.load(starts_ptr + b)
-            length = tl.load(starts_ptr + b + 1) - start
+            length = tl.load(top_ptr + centre * NTYPES + b)  # the slots to visit (`deeppot.kernels.reach`)
             w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1, N2, N3,
                                                   L1, L2, L3)
             for j0 in range(0, MAX_SEL, BLOCK):
@@ -76,7 +77,7 @@ if embedding.triton is not None:
             tl.store(out + c * N3, tl.sum(tl.where(four == c, acc, 0.0), axis=0) * tl.load(geo_ptr + 3), mask=col_ok)
 
     @triton.jit
-    def _pair_grad_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
+    def _pair_grad_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
                           w3_ptr, b3_ptr, tbar_ptr, grad_ptr, nnei, nstat,
                           N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
                           L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
@@ -90,7 +91,7 @@ if embedding.triton is not None:
         for b in range(NTYPES):
             k = b if ONE_SIDE else ctype + b * NTYPES
             start = tl.load(starts_ptr + b)
-            length = tl.load(starts_ptr + b + 1) - start
+            length = tl.load(top_ptr + centre * NTYPES + b)  # the slots to visit (`deeppot.kernels.reach`)
             w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1, N2, N3,
                                                   L1, L2, L3)
             for j0 in range(0, MAX_SEL, BLOCK):
@@ -123,44 +124,54 @@ def unfusable_reason(model, device: torch.device) -> str | None:
     return None
 
 
-def _launch_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str) -> tuple[list, dict]:
-    """Tensor arguments shared by both kernels and their compile-time constants."""
-    tensors, meta = net_args(d, rij, center_type, precision)
+def _launch_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str, reach: Reach | None
+                 ) -> tuple[list, dict, Tensor]:
+    """Tensor arguments shared by both kernels, their compile-time constants and the reach they walk."""
+    tops = tile_tops((reach or full_reach(d, len(rij), rij.device)).reach, center_type, 1, 0)
+    tensors, meta = net_args(d, rij, center_type, precision, tops)
     block, warps = TILES[kernel]
     meta.update(BLOCK=block, num_warps=warps)
-    return tensors, meta
+    return tensors, meta, tops
 
 
-def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3") -> Tensor:
+def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3", reach: Reach | None = None
+                 ) -> Tensor:
     """T_i = sum_j R_ij^T G(s_ij) / nnei, (n, 4, M1), from pair vectors rij (n, nnei, 3) in the descriptor
     precision (padded slots: a vector beyond rcut) and centre types (n,): by the atom-tile kernel where it has
-    a measured tile for the precision, else by the one-atom kernel."""
+    a measured tile for the precision, else by the one-atom kernel. With `reach` (`deeppot.kernels.reach`) the
+    kernels skip the padding after each program's furthest neighbour and add what it would have added."""
     if atom_tiles.covers(rij.dtype, "t"):
-        return atom_tiles.descriptor_t(d, rij, center_type, precision)
-    return one_atom_t(d, rij, center_type, precision)
+        return atom_tiles.descriptor_t(d, rij, center_type, precision, reach)
+    return one_atom_t(d, rij, center_type, precision, reach)
 
 
-def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3") -> Tensor:
-    """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1), T as in `descriptor_t` (atom tiles where measured faster)."""
+def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3",
+                         reach: Reach | None = None) -> Tensor:
+    """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1), T as in `descriptor_t` (atom tiles where measured faster);
+    zero on the slots skipped."""
     if atom_tiles.covers(rij.dtype, "grad"):
-        return atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, precision)
-    return one_atom_pair_grad(d, rij, center_type, t_bar, precision)
+        return atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, precision, reach)
+    return one_atom_pair_grad(d, rij, center_type, t_bar, precision, reach)
 
 
-def one_atom_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3") -> Tensor:
+def one_atom_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3", reach: Reach | None = None
+               ) -> Tensor:
     """`descriptor_t` by the one-atom kernel."""
-    tensors, meta = _launch_args(d, rij, center_type, precision, "t")
+    tensors, meta, tops = _launch_args(d, rij, center_type, precision, "t", reach)
     n, nnei = rij.shape[:2]
     t_mat = rij.new_empty(n, 4, meta["N3"])
     _descriptor_t_kernel[(n,)](*tensors, t_mat, nnei, d.davg.numel(), **meta)
+    if reach is not None:
+        add_tail(d, t_mat, center_type, tops, 1, 0, reach.last)
     return t_mat
 
 
-def one_atom_pair_grad(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3") -> Tensor:
+def one_atom_pair_grad(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3",
+                       reach: Reach | None = None) -> Tensor:
     """`pair_grad_from_t_bar` by the one-atom kernel."""
-    tensors, meta = _launch_args(d, rij, center_type, precision, "grad")
+    tensors, meta, _ = _launch_args(d, rij, center_type, precision, "grad", reach)
     n, nnei = rij.shape[:2]
-    grad = torch.empty_like(rij)
+    grad = torch.zeros_like(rij)  # slots past the reach are not visited
     t_bar = (t_bar / nnei).contiguous()
     _pair_grad_kernel[(n,)](*tensors, t_bar, grad, nnei, d.davg.numel(), **meta)
     return grad
@@ -182,12 +193,14 @@ def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
 def two_kernel_stage(model, rij: Tensor, center_type: Tensor, neighbor_type: Tensor, sync_free: bool,
                      t_kernel, grad_kernel) -> tuple[Tensor, Tensor]:
     """A pair stage from its two kernels (T from the pairs; dE/dr_ij from dE/dT), shared by the uncompressed and
-    compressed families: exclude_types around the kernels (`exclude.as_padding`), the fitting step between them."""
+    compressed families: both skip the padding after each list's last neighbour (`deeppot.kernels.reach`, which
+    also handles exclude_types), the fitting step between them."""
     d = model.descriptor
-    rij, excess = exclude.as_padding(d, rij, center_type, neighbor_type)
-    t_mat = t_kernel(d, rij, center_type)
-    energy, t_bar = energy_and_t_bar(model, t_mat if excess is None else t_mat - excess, center_type, sync_free)
-    return energy, grad_kernel(d, rij, center_type, t_bar)
+    reach = find_reach(d, center_type, neighbor_type)
+    rij = excluded_as_padding(d, rij, center_type, neighbor_type)
+    t_mat = t_kernel(d, rij, center_type, reach=reach)
+    energy, t_bar = energy_and_t_bar(model, t_mat, center_type, sync_free)
+    return energy, grad_kernel(d, rij, center_type, t_bar, reach=reach)
 
 
 def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool) -> tuple[Tensor, Tensor]:

@@ -107,19 +107,20 @@ def _geometry(rcut: float, rcut_smth: float, protection: float, nnei: int, dtype
     return torch.tensor([rcut, rcut_smth, protection, 1.0 / nnei], dtype=dtype, device=device)
 
 
-def env_args(d, rij: Tensor, center_type: Tensor) -> list[Tensor]:
+def env_args(d, rij: Tensor, center_type: Tensor, tops: Tensor) -> list[Tensor]:
     """The arguments `_env_rows` reads, first in every inference kernel (these and the compressed ones): pair vectors,
-    centre types, statistics (davg, 1/dstd), geometry and the neighbour-type block starts."""
+    centre types, statistics (davg, 1/dstd), geometry, the neighbour-type block starts, and how far each program
+    walks each block (`deeppot.kernels.reach.tile_tops`)."""
     stats = torch.stack([d.davg, 1.0 / d.dstd]).contiguous()  # (2, ntypes, nnei, 4)
     geo = _geometry(d.rcut, d.rcut_smth, d.env_protection, sum(d.sel), d.dtype, rij.device)
     return [rij.contiguous(), center_type.to(torch.int32).contiguous(), stats, geo,
-            _block_starts(tuple(d.sel), rij.device)]
+            _block_starts(tuple(d.sel), rij.device), tops]
 
 
-def net_args(d, rij: Tensor, center_type: Tensor, precision: str) -> tuple[list, dict]:
+def net_args(d, rij: Tensor, center_type: Tensor, precision: str, tops: Tensor) -> tuple[list, dict]:
     """Tensor arguments of the embedding-net kernels (environment, then the nets' weights and biases) and their
     compile-time constants, without the tile (each kernel family adds its own)."""
     params = [t for layer in d.nets.layers for t in (layer.matrix, layer.bias)]
-    tensors = [*env_args(d, rij, center_type), *params]
+    tensors = [*env_args(d, rij, center_type, tops), *params]
     meta = embedding.net_meta(params, d.sel, "ieee" if rij.dtype == torch.float64 else precision)
     return tensors, dict(meta, NTYPES=d.ntypes, ONE_SIDE=d.type_one_side)

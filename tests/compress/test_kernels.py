@@ -10,6 +10,7 @@ import torch
 from helpers import make_model, random_system
 
 from deeppot.infer.evaluate import FlatNeighbors, evaluate_flat, reference_pair_stage
+from deeppot.kernels.reach import find_reach
 from deeppot.model import analytic
 from deeppot.nlist import build_neighbor_data
 
@@ -70,6 +71,26 @@ def test_kernels_equal_their_pytorch_twins(type_one_side, precision, neuron, sel
     grad_ref = analytic.pair_grad(d, rows, g, dg, t_bar[None])[0]
     scale = grad_ref.abs().max()
     torch.testing.assert_close(grad / scale, grad_ref / scale, **TOL[d.dtype])
+
+
+@pytest.mark.parametrize("tile", [(1, 16), (4, 4)], ids=["one-atom", "tiles-4x4"])
+@pytest.mark.parametrize("case", [1, 2])
+def test_kernels_skip_the_padding(case, tile, monkeypatch):
+    """Walking each block only up to the program's furthest neighbour (`deeppot.kernels.reach`) and adding the
+    tail gives T and dE/dr_ij of visiting every slot."""
+    monkeypatch.setitem(kernels.TILES, getattr(torch, CASES[case][1]), {"t": (*tile, 4), "grad": (*tile, 4)})
+    model, flat = chunk_of(*CASES[case])
+    d = model.descriptor
+    rij = flat.pair_vectors(0, flat.ncentre, model.rcut).to(d.dtype)
+    neighbor_type = flat.neighbor_owner_and_type(0, flat.ncentre)[1]
+    reach = find_reach(d, flat.center_type, neighbor_type)
+    assert (reach.reach < reach.reach.new_tensor(d.sel)).any()
+    t_full = kernels.compressed_descriptor_t(d, rij, flat.center_type)
+    t_mat = kernels.compressed_descriptor_t(d, rij, flat.center_type, reach=reach)
+    torch.testing.assert_close(t_mat, t_full, **TOL[d.dtype])
+    t_bar = torch.randn(t_mat.shape, generator=torch.Generator().manual_seed(1), dtype=t_mat.dtype).to(DEVICE)
+    grad = kernels.compressed_pair_grad(d, rij, flat.center_type, t_bar, reach=reach)
+    torch.testing.assert_close(grad, kernels.compressed_pair_grad(d, rij, flat.center_type, t_bar), **TOL[d.dtype])
 
 
 def test_pair_stage_in_the_evaluator():

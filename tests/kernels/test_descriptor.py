@@ -7,6 +7,7 @@ import torch
 from helpers import make_model, random_system
 
 from deeppot.infer.evaluate import FlatNeighbors, reference_pair_stage
+from deeppot.kernels.reach import add_tail, find_reach, padding_terms, suffix_table, tile_tops
 from deeppot.model import analytic
 from deeppot.nlist import build_neighbor_data
 
@@ -77,11 +78,17 @@ def test_unfusable_models_are_named():
     assert "resnet_dt" in kernels.unfusable_reason(model, DEVICE)
 
 
+@pytest.mark.parametrize("tile", [None, (2, 8, 4)], ids=["default", "tiles-2x8"])
 @pytest.mark.parametrize(("type_one_side", "exclude", "sync_free"),
                          [(True, [[0, 1]], False), (False, [[0, 1]], True), (False, [[1, 1]], False)])
-def test_fused_stage_with_exclude_types(type_one_side, exclude, sync_free):
-    """Excluded pairs reach the kernels as padded slots and their padding terms are taken off T: the whole stage
-    equals the reference stage, which zeroes the excluded rows (float64)."""
+def test_fused_stage_with_exclude_types(type_one_side, exclude, sync_free, tile, monkeypatch):
+    """Excluded pairs enter the kernels as padding; a program that walks an excluded block for its other atoms
+    adds their R_pad terms, and the tail takes them off again: the whole stage equals the reference stage, which
+    zeroes the excluded rows (float64; with tiles of two atoms of mixed types too)."""
+    if tile:
+        from deeppot.kernels import atom_tiles
+
+        monkeypatch.setitem(atom_tiles.TILES, torch.float64, {"t": tile, "grad": tile})
     model, rij, nlist_loc, center_type, neighbor_type = chunk_of(type_one_side, "float64", (4, 8, 16), (24, 24),
                                                                  2, seed=3, exclude_types=exclude)
     assert kernels.unfusable_reason(model, DEVICE) is None
@@ -116,3 +123,76 @@ def test_atom_tiles_equal_one_atom_kernels(monkeypatch, atoms, slots, case):
     scale = grad_ref.abs().max()
     assert scale > 0
     torch.testing.assert_close(grad / scale, grad_ref / scale, **TOL[d.dtype])
+
+
+@pytest.mark.parametrize(("atoms", "per_type"), [(1, 0), (4, 2), (5, 0)])
+def test_reach_and_tail_from_the_lists(atoms, per_type):
+    """The reach is one past each block's last neighbour; a program of `atoms` centres walks each block up to the
+    most reach of its atoms (of each type, with per_type); the tail is what the slots after that add to T, the
+    padding terms of those slots summed here one atom at a time."""
+    model, _, _, center_type, neighbor_type = chunk_of(False, "float64", (4, 8, 16), (24, 24), 2, seed=3)
+    d = model.descriptor
+    reach = find_reach(d, center_type, neighbor_type)
+    count = torch.stack([(block >= 0).sum(1) for block in neighbor_type.split(list(d.sel), dim=1)], 1)
+    assert torch.equal(reach.reach.long(), count) and torch.equal(reach.last, reach.reach)  # neighbours first
+    assert (count < count.new_tensor(d.sel)).all() and (count > 0).all()
+    tops = tile_tops(reach.reach, center_type, atoms, per_type)
+    tail = add_tail(d, torch.zeros(len(center_type), 4, 16, dtype=torch.float64, device=DEVICE), center_type, tops,
+                    atoms, per_type, reach.last)
+    terms, slot = padding_terms(d), torch.arange(24, device=DEVICE).repeat(2)
+    expected = []
+    for i, a in enumerate(center_type.tolist()):
+        mine = [j for j in range(i - i % atoms, min(i - i % atoms + atoms, len(center_type)))
+                if not per_type or center_type[j] == a]
+        top = count[mine].amax(0).repeat_interleave(24)  # the walk of atom i's program, per slot
+        expected.append(((neighbor_type[i] < 0) & (slot >= top)).to(terms.dtype) @ terms[a])
+        assert (top >= count[i].repeat_interleave(24)).all()
+    torch.testing.assert_close(tail, torch.stack(expected).view(tail.shape) / sum(d.sel), rtol=1e-12, atol=1e-15)
+    assert tail.abs().max() > 1e-3  # davg is not zero: padding adds to T
+
+
+@pytest.mark.parametrize("case", [0, 2, 4])
+def test_kernels_skip_the_padding(case):
+    """Walking each block only up to the program's furthest neighbour and adding the tail gives T and dE/dr_ij of
+    visiting every slot (the atom tiles in float32, one atom a program in float64)."""
+    model, rij, _, center_type, neighbor_type = chunk_of(*CASES[case], seed=4)
+    d = model.descriptor
+    reach = find_reach(d, center_type, neighbor_type)
+    assert (reach.reach < reach.reach.new_tensor(d.sel)).any()
+    t_full = kernels.descriptor_t(d, rij, center_type)
+    torch.testing.assert_close(kernels.descriptor_t(d, rij, center_type, reach=reach), t_full, **TOL[d.dtype])
+    t_bar = torch.randn(t_full.shape, generator=torch.Generator().manual_seed(2), dtype=t_full.dtype).to(DEVICE)
+    grad = kernels.pair_grad_from_t_bar(d, rij, center_type, t_bar)
+    torch.testing.assert_close(kernels.pair_grad_from_t_bar(d, rij, center_type, t_bar, reach=reach), grad,
+                               **TOL[d.dtype])
+
+
+@pytest.mark.parametrize("tile", [None, (2, 8, 4)], ids=["default", "tiles-2x8"])
+def test_stage_with_padding_inside_the_blocks(tile, monkeypatch):
+    """Slots shuffled inside each block, so padding sits between neighbours: the kernels visit it up to the last
+    neighbour and the tail covers the rest; the stage still equals the reference stage (float64)."""
+    if tile:
+        from deeppot.kernels import atom_tiles
+
+        monkeypatch.setitem(atom_tiles.TILES, torch.float64, {"t": tile, "grad": tile})
+    model, rij, nlist_loc, center_type, neighbor_type = chunk_of(False, "float64", (4, 8, 16), (24, 24), 2, seed=3)
+    gen = torch.Generator().manual_seed(0)
+    perm = torch.cat([start + torch.randperm(24, generator=gen) for start in (0, 24)]).to(DEVICE)
+    chunk = rij[:, perm], nlist_loc[:, perm], center_type, neighbor_type[:, perm]
+    assert (chunk[3][:, :23] < 0).any()
+    energy, grad = kernels.fused_pair_stage(model, *chunk)
+    energy_ref, grad_ref = reference_pair_stage(model, *chunk)
+    torch.testing.assert_close(energy, energy_ref, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(grad, grad_ref, rtol=1e-10, atol=1e-12)
+
+
+def test_tail_follows_the_statistics():
+    """The suffix table is cached on the descriptor; changing davg in place makes a new one."""
+    model, *chunk = chunk_of(True, "float64", (4, 8, 16), (24, 24), 2, seed=3)
+    d = model.descriptor
+    before = suffix_table(d).clone()
+    with torch.no_grad():
+        d.davg[..., 0] += 0.1
+    assert (suffix_table(d) - before).abs().max() > 1e-6
+    torch.testing.assert_close(kernels.fused_pair_stage(model, *chunk)[0], reference_pair_stage(model, *chunk)[0],
+                               rtol=1e-12, atol=1e-12)

@@ -1,0 +1,150 @@
+"""Which neighbour slots the inference kernels visit, and what the skipped ones add to T (no host sync).
+
+A padded slot's vector lies beyond rcut: its switch weight is zero, its environment row is R_pad = -davg/dstd and
+every derivative is zero, so it adds R_pad^T G(s_pad) to nnei * T and nothing else. Lists hold sum(sel) slots
+for the densest atom, so many slots are padding (water: 138 slots for ~90 neighbours; the alloy: 240 for ~80).
+So a kernel walks each neighbour-type block of a tile of centres only up to the tile's top, the furthest reach
+(one past the last neighbour) of its atoms, and what the slots after that add (the tail) comes from a table of
+suffix sums, S[a, block b, r] = sum over the block's slots j >= r of R_pad,j^T G(s_pad,j). Padding before the top
+is visited and adds its own term, so the result is exact whatever the list's order. (Each row masked at its own
+atom's reach instead made the tiled kernels spill twice the registers and run 20-40% slower, run 55.)
+
+exclude_types: an excluded (centre, neighbour) pair's row is zero (the mask multiplies the normalised rows,
+spec §4.2), while padding is never excluded. Block b holds neighbours of type b, so a type-a centre's block b is
+wholly excluded or not at all: its reach is 0. A tile may still visit it (for its other atoms): the stage moves
+excluded pairs beyond rcut (`excluded_as_padding`), so visited ones add R_pad terms, which the tail takes off
+again. Exact when an excluded block's padding follows its neighbours, as in every list deeppot builds and DeePMD's.
+The kernels' dE/dr_ij of a slot they do not visit is zero, as of padding and of excluded pairs.
+"""
+
+from __future__ import annotations
+
+import functools
+from itertools import accumulate
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from deeppot.model.descriptor import exclusion_mask
+
+__all__ = ["Reach", "add_tail", "excluded_as_padding", "find_reach", "padding_terms", "tile_tops"]
+
+
+def padding_terms(d) -> Tensor:
+    """R_pad^T G(s_pad) of slot j of a type-a centre, (ntypes, nnei, 4 * M1): what that slot adds to nnei * T
+    when padded. G is what the kernels embed with: the net, or its table once compressed."""
+    rows = (-d.davg / d.dstd).to(d.dtype)  # (ntypes, nnei, 4)
+    nets, starts = d.embedding_nets(), [0, *accumulate(d.sel)]
+    per_type = []
+    for a in range(d.ntypes):
+        blocks = []
+        for b in range(len(d.sel)):
+            block = rows[a, starts[b]:starts[b + 1]]  # (sel_b, 4)
+            g = nets[b if d.type_one_side else a + b * d.ntypes](block[:, :1])  # (sel_b, M1)
+            blocks.append((block[:, :, None] * g[:, None, :]).flatten(1))
+        per_type.append(torch.cat(blocks))
+    return torch.stack(per_type)
+
+
+def suffix_table(d) -> Tensor:
+    """S (ntypes, nnei + nblocks, 4 * M1): row starts[b] + b + r of type a is the sum of `padding_terms` over
+    block b's slots r.. (sel_b + 1 rows a block, the last zero). Cached on the descriptor until one of its
+    tensors changes; made by the first evaluation, before any CUDA-graph capture."""
+    tensors = [d.davg, d.dstd, *d.nets.parameters()]
+    key = (d.dtype, d.davg.device, id(d.tables), tuple((id(t), t._version) for t in tensors))
+    cached = d.__dict__.get("_suffix_table")
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    with torch.no_grad():
+        terms, starts = padding_terms(d), [0, *accumulate(d.sel)]
+        blocks = []
+        for b in range(len(d.sel)):
+            block = terms[:, starts[b]:starts[b + 1]]
+            suffix = block.flip(1).cumsum(1).flip(1)
+            suffix = torch.cat([suffix, torch.zeros_like(suffix[:, :1])], 1)
+            blocks.append(suffix)
+        table = torch.cat(blocks, 1).contiguous()
+    d.__dict__["_suffix_table"] = (key, table)
+    return table
+
+
+@functools.cache
+def _block_layout(sel: tuple[int, ...], device: torch.device) -> tuple[Tensor, Tensor, Tensor]:
+    """Per slot its rank inside its block plus one (nnei,) int32; per block its length (int32) and its first row in
+    `suffix_table`. Made once per device (no host-to-device copy inside a CUDA-graph capture)."""
+    rank = torch.cat([torch.arange(1, s + 1) for s in sel]).to(torch.int32)
+    first = torch.tensor([start + b for b, start in enumerate(accumulate((0, *sel[:-1])))])
+    return rank.to(device), torch.tensor(sel, dtype=torch.int32, device=device), first.to(device)
+
+
+class Reach(NamedTuple):
+    """Per centre and neighbour-type block (n, nblocks) int32: `reach`, the slots up to its last neighbour that
+    counts (0 for an excluded block), and `last`, one past its last neighbour of any kind (for the tail)."""
+
+    reach: Tensor
+    last: Tensor
+
+
+def find_reach(d, center_type: Tensor, neighbor_type: Tensor) -> Reach:
+    """The `Reach` of every centre's list; neighbor_type (n, nnei): -1 on padding."""
+    rank = _block_layout(tuple(d.sel), neighbor_type.device)[0]
+    used = torch.where(neighbor_type >= 0, rank, 0)
+    starts = [0, *accumulate(d.sel)]
+    last = torch.stack([used[:, starts[b]:starts[b + 1]].amax(1) for b in range(len(d.sel))], 1)
+    reach = last
+    if d.exclude_types:
+        reach = last * (~d.excluded[center_type.long(), :len(d.sel)]).to(last.dtype)
+    return Reach(reach.contiguous(), last.contiguous())
+
+
+def full_reach(d, n: int, device: torch.device) -> Reach:
+    """Every slot visited: the block lengths."""
+    lengths = _block_layout(tuple(d.sel), device)[1].expand(n, -1).contiguous()
+    return Reach(lengths, lengths)
+
+
+def tile_tops(reach: Tensor, center_type: Tensor, atoms: int, per_type: int) -> Tensor:
+    """How far a kernel of `atoms` centres a program walks each block: (ntiles, per_type or 1, nblocks), the most
+    reach over the tile's atoms, per centre type when the kernel walks the types one at a time (per_type = ntypes)
+    or over all of them (per_type = 0)."""
+    n, nb = reach.shape
+    pad = -n % atoms
+    reach = torch.nn.functional.pad(reach, (0, 0, 0, pad))
+    if per_type:
+        ct = torch.nn.functional.pad(center_type.long(), (0, pad), value=-1)
+        own = ct[:, None] == torch.arange(per_type, device=ct.device)
+        reach = reach[:, None, :] * own[..., None].to(reach.dtype)
+    return reach.view(-1, atoms, max(per_type, 1), nb).amax(1).contiguous()
+
+
+def add_tail(d, t_mat: Tensor, center_type: Tensor, tops: Tensor, atoms: int, per_type: int, last: Tensor
+             ) -> Tensor:
+    """t_mat (n, 4, M1) from a kernel that walked `tops` (`tile_tops`), plus what the slots it did not visit
+    add, minus the R_pad terms of the excluded pairs it visited; in place."""
+    n = t_mat.shape[0]
+    idx = torch.arange(n, device=t_mat.device)
+    kind = center_type.long() if per_type else torch.zeros_like(idx)
+    visited = tops.to(last.dtype)[idx // atoms, kind]  # (n, nblocks)
+    table = suffix_table(d)
+    base = center_type.long()[:, None] * table.shape[1] + _block_layout(tuple(d.sel), t_mat.device)[2]
+    flat = table.view(-1, table.shape[2])
+    if not d.exclude_types:  # one gather-and-sum kernel: S[visited]
+        tail = torch.nn.functional.embedding_bag(base + visited, flat, mode="sum")
+    else:  # S[max(v, last)] + S[min(v, last)] - S[0] on excluded blocks, S[v] + S[0] - S[0] on the others
+        excluded = d.excluded[center_type.long(), :len(d.sel)]
+        hi = torch.where(excluded, torch.maximum(visited, last), visited)
+        lo = torch.where(excluded, torch.minimum(visited, last), 0)
+        weights = torch.ones(n, 3 * len(d.sel), dtype=flat.dtype, device=flat.device)
+        weights[:, 2 * len(d.sel):] = -1.0
+        tail = torch.nn.functional.embedding_bag(torch.cat([base + hi, base + lo, base], 1), flat, mode="sum",
+                                                 per_sample_weights=weights)
+    return t_mat.add_(tail.view(t_mat.shape) / sum(d.sel))
+
+
+def excluded_as_padding(d, rij: Tensor, center_type: Tensor, neighbor_type: Tensor) -> Tensor:
+    """rij (n, nnei, 3) with every excluded pair moved beyond rcut (as padding); rij itself without exclude_types."""
+    if not d.exclude_types:
+        return rij
+    excluded = ~exclusion_mask(center_type, neighbor_type, neighbor_type, d.excluded)
+    return torch.where(excluded[..., None], torch.full_like(rij, d.rcut), rij)
