@@ -22,29 +22,19 @@ import json
 
 import torch
 from compress_bench import timed
-from infer_bench import frame_min_dist, make_model, supercells
+from infer_bench import frame_min_dist
+from reach_bench import frame_model
 
 from deeppot.infer.deep_pot import Evaluator
 from deeppot.kernels import compressed as kernels
 from deeppot.kernels.reach import find_reach
-from deeppot.model.stats import davg_dstd_from_sums, env_stat_sums
 
 
 def compressed_water(args, precision: str, device) -> tuple[Evaluator, object]:
     """The evaluator of a compressed water model with the frame's statistics, and the supercell's neighbour list."""
-    _, _, coord, box, atype = next(supercells(args.data, "water", [args.atoms]))
-    model = make_model(args.inputs, "water", precision).to(device)
-    ev = Evaluator(model, device)
-    as_t = lambda a, dt: torch.as_tensor(a, dtype=dt, device=device)[None]  # noqa: E731
-    flat = ev.neighbors(as_t(coord, torch.float64), as_t(atype, torch.int64), as_t(box, torch.float64))
-    d = model.descriptor
-    owner = flat.neighbor_owner_and_type(0, flat.ncentre)[0]
-    sums = env_stat_sums(flat.pair_vectors(0, flat.ncentre, d.rcut)[None], owner[None], flat.center_type[None],
-                         d.ntypes, d.rcut, d.rcut_smth, d.env_protection)
-    davg, dstd = davg_dstd_from_sums(sums.cpu(), sum(d.sel))
-    d.davg.copy_(davg.to(d.davg)), d.dstd.copy_(dstd.to(d.dstd))
-    d.enable_compression(frame_min_dist(args.data, "water"))
-    return Evaluator(model.to(device), device), flat
+    model, flat = frame_model(args, "water", precision, device)
+    model.descriptor.enable_compression(frame_min_dist(args.data, "water"))
+    return Evaluator(model, device), flat
 
 
 def shuffled_blocks(rij: torch.Tensor, sel: list[int]) -> torch.Tensor:

@@ -7,7 +7,7 @@ So a kernel walks each neighbour-type block of a tile of centres only up to the 
 (one past the last neighbour) of its atoms, and what the slots after that add (the tail) comes from a table of
 suffix sums, S[a, block b, r] = sum over the block's slots j >= r of R_pad,j^T G(s_pad,j). Padding before the top
 is visited and adds its own term, so the result is exact whatever the list's order. (Each row masked at its own
-atom's reach instead made the tiled kernels spill twice the registers and run 20-40% slower, run 55.)
+atom's reach instead made the tiled kernels spill twice the registers and run 20-50% slower, run 55.)
 
 exclude_types: an excluded (centre, neighbour) pair's row is zero (the mask multiplies the normalised rows,
 spec §4.2), while padding is never excluded. Block b holds neighbours of type b, so a type-a centre's block b is
