@@ -27,8 +27,8 @@ STREAM_BLOCK = 16  # slots a chunk, one atom a program: the table kernels' layou
 
 
 @triton.jit
-def _stream_rows_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, table_ptr, info_ptr, out_ptr, nnei, nstat,
-                        M1: tl.constexpr, W: tl.constexpr, NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr,
+def _stream_rows_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, table_ptr, info_ptr, out_ptr,
+                        nnei, nstat, M1: tl.constexpr, W: tl.constexpr, NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr,
                         BLOCK: tl.constexpr, MAX_SEL: tl.constexpr, ROW0: tl.constexpr):
     centre = tl.program_id(0).to(tl.int64)
     ctype = tl.load(type_ptr + centre)
