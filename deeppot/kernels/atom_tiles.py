@@ -14,10 +14,10 @@ Row r of a chunk is slot r % SLOTS of the program's atom r // SLOTS.
 
 Atoms of a program may differ in type (two-sided nets depend on the centre type): the program runs each centre
 type present among its atoms, the others' rows masked. Same interface and results as the one-atom kernels.
-Float64 programs read the centre types and the reach as int64: Triton 3.6 sizes a GEMM operand's registers by the
-narrowest tensor load it descends from, and an int32 load (the types, run 40; a per-row reach, run 54) gave the float64
-GEMMs a layout its lowering rejects ("fp64 don't support largeK MMA"). Each block is walked up to the furthest
-reach of the tile's atoms of the type at hand (`deeppot.kernels.reach`).
+Float64 programs read the centre types as int64: Triton 3.6 sizes a GEMM operand's registers by the narrowest
+tensor load it descends from, and an int32 tensor load (the types, run 40; a per-row reach, run 54) gave the
+float64 GEMMs a layout its lowering rejects ("fp64 don't support largeK MMA"); the tops are scalar int32 loads.
+Each block is walked up to the furthest reach of the tile's atoms of the type at hand (`deeppot.kernels.reach`).
 Tests: tests/kernels/test_descriptor.py (GPU, or Triton's interpreter on a CPU).
 """
 
@@ -28,7 +28,7 @@ from torch import Tensor
 
 from deeppot.kernels import embedding
 from deeppot.kernels.env_rows import net_args
-from deeppot.kernels.reach import Reach, add_tail, full_reach, tile_tops
+from deeppot.kernels.reach import Reach, add_tail, tile_tops
 
 # (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms; float32:
 # runs 40-41, float64: run 45). A kernel not here keeps its one-atom twin (`covers`): the float64 gradient, whose
@@ -163,7 +163,7 @@ if embedding.triton is not None:
 def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str, reach: Reach | None
                 ) -> tuple[list, dict, Tensor]:
     atoms, slots, warps = TILES[rij.dtype][kernel]
-    tops = tile_tops((reach or full_reach(d, len(rij), rij.device)).reach, center_type, atoms, _per_type(d))
+    tops = tile_tops(d, reach, center_type, atoms, _per_type(d))
     tensors, meta = net_args(d, rij, center_type, precision, tops)
     if rij.dtype == torch.float64:  # see the module's docstring
         tensors[1] = center_type.to(torch.int64)

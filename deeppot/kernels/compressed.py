@@ -25,7 +25,7 @@ from torch import Tensor
 from deeppot.kernels import embedding
 from deeppot.kernels.descriptor import two_kernel_stage
 from deeppot.kernels.env_rows import env_args
-from deeppot.kernels.reach import Reach, add_tail, full_reach, tile_tops
+from deeppot.kernels.reach import Reach, add_tail, tile_tops
 from deeppot.model import analytic
 
 # (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms with the
@@ -217,7 +217,7 @@ def _max_sel(sel: tuple[int, ...]) -> int:
 def _launch_args(d, rij: Tensor, center_type: Tensor, kernel: str, reach: Reach | None = None
                  ) -> tuple[list, dict, Tensor]:
     atoms, slots, warps = TILES[rij.dtype][kernel]
-    tops = tile_tops((reach or full_reach(d, len(rij), rij.device)).reach, center_type, atoms, 0)
+    tops = tile_tops(d, reach, center_type, atoms, 0)
     tensors = [*env_args(d, rij, center_type, tops), *packed_tables(d.tables, d.dtype, rij.device)]
     m1 = d.neuron[-1]
     meta = dict(M1=m1, M1P=triton.next_power_of_2(m1), NTYPES=d.ntypes, ONE_SIDE=d.type_one_side, ATOMS=atoms,

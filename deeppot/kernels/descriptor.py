@@ -27,7 +27,7 @@ from torch import Tensor
 
 from deeppot.kernels import atom_tiles, embedding
 from deeppot.kernels.env_rows import net_args
-from deeppot.kernels.reach import Reach, add_tail, excluded_as_padding, find_reach, full_reach, tile_tops
+from deeppot.kernels.reach import Reach, add_tail, excluded_as_padding, find_reach, tile_tops
 from deeppot.model import analytic
 
 # Slots per chunk (the GEMM M dimension) and warps of each kernel, measured fastest on an H100 (water, 1e4-1e5 atoms;
@@ -58,13 +58,13 @@ if embedding.triton is not None:
         for b in range(NTYPES):
             k = b if ONE_SIDE else ctype + b * NTYPES
             start = tl.load(starts_ptr + b)
-            length = tl.load(top_ptr + centre * NTYPES + b)  # the slots to visit (`deeppot.kernels.reach`)
+            top = tl.load(top_ptr + centre * NTYPES + b)  # the slots to visit (`deeppot.kernels.reach`)
             w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1, N2, N3,
                                                   L1, L2, L3)
             for j0 in range(0, MAX_SEL, BLOCK):
-                if j0 < length:
+                if j0 < top:
                     rows = j0 + tl.arange(0, BLOCK)
-                    live = rows < length
+                    live = rows < top
                     slot = start + rows
                     s, rx, ry, rz = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei, nstat)[:4]
                     g = _tanh(s[:, None] * w1[None, :] + b1[None, :])
@@ -91,13 +91,13 @@ if embedding.triton is not None:
         for b in range(NTYPES):
             k = b if ONE_SIDE else ctype + b * NTYPES
             start = tl.load(starts_ptr + b)
-            length = tl.load(top_ptr + centre * NTYPES + b)  # the slots to visit (`deeppot.kernels.reach`)
+            top = tl.load(top_ptr + centre * NTYPES + b)  # the slots to visit (`deeppot.kernels.reach`)
             w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1, N2, N3,
                                                   L1, L2, L3)
             for j0 in range(0, MAX_SEL, BLOCK):
-                if j0 < length:
+                if j0 < top:
                     rows = j0 + tl.arange(0, BLOCK)
-                    live = rows < length
+                    live = rows < top
                     slot = start + rows
                     s, rx, ry, rz, x, y, z, inv, w, dw, st = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype,
                                                                          slot, live, nnei, nstat)
@@ -127,7 +127,7 @@ def unfusable_reason(model, device: torch.device) -> str | None:
 def _launch_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str, reach: Reach | None
                  ) -> tuple[list, dict, Tensor]:
     """Tensor arguments shared by both kernels, their compile-time constants and the reach they walk."""
-    tops = tile_tops((reach or full_reach(d, len(rij), rij.device)).reach, center_type, 1, 0)
+    tops = tile_tops(d, reach, center_type, 1, 0)
     tensors, meta = net_args(d, rij, center_type, precision, tops)
     block, warps = TILES[kernel]
     meta.update(BLOCK=block, num_warps=warps)

@@ -104,10 +104,11 @@ def full_reach(d, n: int, device: torch.device) -> Reach:
     return Reach(lengths, lengths)
 
 
-def tile_tops(reach: Tensor, center_type: Tensor, atoms: int, per_type: int) -> Tensor:
+def tile_tops(d, reach: Reach | None, center_type: Tensor, atoms: int, per_type: int) -> Tensor:
     """How far a kernel of `atoms` centres a program walks each block: (ntiles, per_type or 1, nblocks), the most
-    reach over the tile's atoms, per centre type when the kernel walks the types one at a time (per_type = ntypes)
-    or over all of them (per_type = 0)."""
+    reach over the tile's atoms (every slot without a `reach`), per centre type when the kernel walks the types one
+    at a time (per_type = ntypes) or over all of them (per_type = 0)."""
+    reach = (reach or full_reach(d, len(center_type), center_type.device)).reach
     n, nb = reach.shape
     pad = -n % atoms
     reach = torch.nn.functional.pad(reach, (0, 0, 0, pad))

@@ -136,7 +136,7 @@ def test_reach_and_tail_from_the_lists(atoms, per_type):
     count = torch.stack([(block >= 0).sum(1) for block in neighbor_type.split(list(d.sel), dim=1)], 1)
     assert torch.equal(reach.reach.long(), count) and torch.equal(reach.last, reach.reach)  # neighbours first
     assert (count < count.new_tensor(d.sel)).all() and (count > 0).all()
-    tops = tile_tops(reach.reach, center_type, atoms, per_type)
+    tops = tile_tops(d, reach, center_type, atoms, per_type)
     tail = add_tail(d, torch.zeros(len(center_type), 4, 16, dtype=torch.float64, device=DEVICE), center_type, tops,
                     atoms, per_type, reach.last)
     terms, slot = padding_terms(d), torch.arange(24, device=DEVICE).repeat(2)
