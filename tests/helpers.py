@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from deeppot.model import EnergyModel, PairData
+from deeppot.model.slots import slot_layout
 from deeppot.nlist import build_neighbor_data
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -86,6 +87,18 @@ def pairs_of(model: EnergyModel, nframes: int = 2, seed: int = 0, ntypes: int = 
     coord, atype, box = random_system(nframes=nframes, ntypes=ntypes, seed=seed)
     nd = build_neighbor_data(coord, atype[None].expand(nframes, -1), box, model.rcut, model.sel)
     return PairData.from_neighbors(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, model.rcut)
+
+
+def trimmed_pairs(model: EnergyModel, pairs: PairData) -> PairData:
+    """The same pairs in lists only as wide as their most neighbours per type and a stand-in slot for the rest
+    (what the trainer builds)."""
+    used = (pairs.neighbor_type[..., None] == torch.arange(len(model.sel), device=pairs.rij.device)).sum(2)
+    widths = tuple(int(c) for c in used.flatten(0, 1).amax(0))
+    layout = slot_layout(model.sel, widths, pairs.rij.device)
+    assert sum(layout.sel) < sum(model.sel)
+    kept = layout.index
+    return PairData(pairs.rij[..., kept, :], pairs.nlist_loc[..., kept], pairs.center_type,
+                    pairs.neighbor_type[..., kept], pairs.groups, layout)
 
 
 @pytest.fixture(autouse=True)

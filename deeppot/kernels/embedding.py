@@ -25,6 +25,8 @@ from itertools import accumulate, pairwise
 import torch
 from torch import Tensor
 
+from deeppot.model.slots import SlotLayout, list_sel
+
 try:
     import triton
     import triton.language as tl
@@ -318,7 +320,8 @@ def _block_tables(sel: tuple[int, ...], device: torch.device) -> tuple[Tensor, T
     return starts, torch.arange(len(sel), dtype=torch.int32, device=device)
 
 
-def embed_all(d, rr: Tensor, center_type: Tensor, precision: str = "tf32x3") -> tuple[Tensor, Tensor]:
+def embed_all(d, rr: Tensor, center_type: Tensor, layout: SlotLayout | None = None,
+              precision: str = "tf32x3") -> tuple[Tensor, Tensor]:
     """Same contract as `deeppot.model.analytic.embed_all`: G and dG/ds (nf, nloc, nnei, M1) for every slot.
 
     rr (nf, nloc, nnei, 4) normalised environment matrix (only column 0, s, is read). precision, for float32:
@@ -329,7 +332,8 @@ def embed_all(d, rr: Tensor, center_type: Tensor, precision: str = "tf32x3") -> 
     if rr.requires_grad:
         raise ValueError("the fused embedding kernels give no gradient with respect to positions; "
                          "use deeppot.model.analytic.embed_all where rr requires grad")
-    starts, blocks = _block_tables(tuple(d.sel), rr.device)
+    sel = list_sel(d, layout)
+    starts, blocks = _block_tables(tuple(sel), rr.device)
     if d.type_one_side:
         net_index = blocks.expand(center_type.numel(), -1)
     else:
@@ -337,4 +341,4 @@ def embed_all(d, rr: Tensor, center_type: Tensor, precision: str = "tf32x3") -> 
     params = [t for layer in d.nets.layers for t in (layer.matrix, layer.bias)]
     if rr.dtype == torch.float64:
         precision = "ieee"
-    return _EmbedJet.apply(rr.contiguous(), net_index.contiguous(), starts, d.sel, precision, *params)
+    return _EmbedJet.apply(rr.contiguous(), net_index.contiguous(), starts, sel, precision, *params)

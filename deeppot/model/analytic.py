@@ -23,6 +23,7 @@ from deeppot.model.descriptor import exclusion_mask
 from deeppot.model.env_mat import smooth_switch, smooth_switch_derivative
 from deeppot.model.fitting import own_type_rows
 from deeppot.model.network import StackedMLP, activation, skip_connection
+from deeppot.model.slots import SlotLayout, list_sel, slot_stats, weighted_rows
 
 _C = math.sqrt(2.0 / math.pi)
 
@@ -147,13 +148,14 @@ def _embed_net(d, k: int, s: Tensor) -> tuple[Tensor, Tensor]:
     return embed_with_tangent(d.nets, k, s)
 
 
-def embed_all(d, rr: Tensor, center_type: Tensor) -> tuple[Tensor, Tensor]:
+def embed_all(d, rr: Tensor, center_type: Tensor, layout: SlotLayout | None = None) -> tuple[Tensor, Tensor]:
     """G and dG/ds for every slot (nf, nloc, nnei, M1): per neighbour-type block, per centre type if two-sided.
 
     The plain-PyTorch reference of `deeppot.kernels.embedding.embed_all` (one fused Triton kernel each way);
-    a compressed descriptor reads its tables instead (`deeppot.model.tabulate`).
+    a compressed descriptor reads its tables instead (`deeppot.model.tabulate`). layout: a trimmed list's
+    (`deeppot.model.slots`).
     """
-    starts = [0, *accumulate(d.sel)]
+    starts = [0, *accumulate(list_sel(d, layout))]
     g_parts, dg_parts = [], []
     for b in range(d.ntypes):
         s = rr[:, :, starts[b]:starts[b + 1], :1]
@@ -189,7 +191,8 @@ class EnvRows(NamedTuple):
     keep: Tensor | None
 
 
-def env_rows(d, rij: Tensor, nlist: Tensor, center_type: Tensor, neighbor_type: Tensor) -> EnvRows:
+def env_rows(d, rij: Tensor, nlist: Tensor, center_type: Tensor, neighbor_type: Tensor,
+             layout: SlotLayout | None = None) -> EnvRows:
     """Environment matrix rows of every slot (spec §4.2), keeping the pieces of its derivative."""
     x = rij.to(d.dtype)
     mask = (nlist >= 0)[..., None]
@@ -198,10 +201,11 @@ def env_rows(d, rij: Tensor, nlist: Tensor, center_type: Tensor, neighbor_type: 
     w, dw = smooth_switch(r, d.rcut_smth, d.rcut), smooth_switch_derivative(r, d.rcut_smth, d.rcut)
     w, dw = w * mask, dw * mask
     raw = torch.cat([w * inv, x * (w * inv * inv)], dim=-1)
-    scale = 1.0 / d.dstd[center_type]
+    davg, dstd = slot_stats(d, layout)
+    scale = 1.0 / dstd[center_type]
     keep = exclusion_mask(center_type, nlist, neighbor_type, d.excluded)[..., None].to(x.dtype) \
         if d.exclude_types else None
-    rr = (raw - d.davg[center_type]) * scale
+    rr = (raw - davg[center_type]) * scale
     if keep is not None:
         rr = rr * keep
     return EnvRows(rr, x, r, inv, w, dw, scale, keep)
@@ -239,13 +243,16 @@ def pair_grad(d, rows: EnvRows, g: Tensor, dg: Tensor, t_bar: Tensor) -> Tensor:
     return radial * x / r + q[..., 1:] * (w * inv * inv)
 
 
-def energy_and_pair_grad(model, rij: Tensor, nlist: Tensor, center_type: Tensor,
-                         neighbor_type: Tensor) -> tuple[Tensor, Tensor]:
-    """Atomic energies (nf, nloc) float64 and g = dE/dr_ij (nf, nloc, nnei, 3), all differentiable."""
+def energy_and_pair_grad(model, rij: Tensor, nlist: Tensor, center_type: Tensor, neighbor_type: Tensor,
+                         layout: SlotLayout | None = None) -> tuple[Tensor, Tensor]:
+    """Atomic energies (nf, nloc) float64 and g = dE/dr_ij (nf, nloc, nnei, 3), all differentiable.
+
+    layout: a trimmed list's (`deeppot.model.slots`); its stand-in slots count for the padding they stand for.
+    """
     d = model.descriptor
-    rows = env_rows(d, rij, nlist, center_type, neighbor_type)
-    g, dg = model.embed_fn(d, rows.rr, center_type)
-    t_mat = torch.einsum("fnjc,fnjm->fncm", rows.rr, g) / sum(d.sel)
+    rows = env_rows(d, rij, nlist, center_type, neighbor_type, layout)
+    g, dg = model.embed_fn(d, rows.rr, center_type, layout)
+    t_mat = torch.einsum("fnjc,fnjm->fncm", weighted_rows(rows.rr, layout), g) / sum(d.sel)
     desc = descriptor_from_t(t_mat, d.axis_neuron)
     energy, d_desc = model.fit_fn(model.fitting, desc.to(model.fitting.dtype), center_type)
     t_bar = t_bar_from_desc_grad(d_desc.to(d.dtype).reshape(*t_mat.shape[:2], t_mat.shape[-1], -1), t_mat)

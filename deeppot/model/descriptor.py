@@ -9,6 +9,7 @@ from torch import Tensor, nn
 
 from deeppot.model.env_mat import env_mat_raw, normalize_env_mat
 from deeppot.model.network import StackedMLP
+from deeppot.model.slots import SlotLayout, list_sel, slot_stats, weighted_rows
 from deeppot.model.tabulate import CompressedTables, TabulatedNets, tabulate
 
 
@@ -22,11 +23,13 @@ def exclusion_mask(center_type: Tensor, nlist: Tensor, neighbor_type: Tensor, ex
 
 
 def descriptor_from_blocks(rr: Tensor, center_type: Tensor, nets: StackedMLP | TabulatedNets, sel: list[int],
-                           type_one_side: bool, axis_neuron: int,
-                           groups: list[Tensor] | None = None) -> tuple[Tensor, Tensor]:
+                           type_one_side: bool, axis_neuron: int, groups: list[Tensor] | None = None,
+                           layout: SlotLayout | None = None, nnei: int | None = None) -> tuple[Tensor, Tensor]:
     """D_i = T_i^T T_i^<, with T_i = (1/Nc) sum_j R_ij^T G(s_ij) (spec §4.4).
 
     rr (nf, nloc, nnei, 4) normalised and exclusion-masked rows -> D (nf, nloc, M1*M2), T (nf, nloc, 4, M1).
+    A trimmed list (`deeppot.model.slots`): sel its slots per type, layout its stand-ins' weights, nnei the full
+    list's Nc.
     Each neighbour-type block b is embedded by net b (type_one_side) or by net (a, b) for centre type a,
     stored at flat index a + b*ntypes. `groups` (per centre type, its atom indices in every frame) lets the
     two-sided nets run on their own centres only; without it every centre goes through every net.
@@ -34,14 +37,16 @@ def descriptor_from_blocks(rr: Tensor, center_type: Tensor, nets: StackedMLP | T
     gradients, reduced over ~10^4 pair rows, no split-K; see benchmarks/results/README.md.)
     """
     starts = [0, *accumulate(sel)]
-    blocks = [rr[:, :, starts[b]:starts[b + 1], :] for b in range(len(sel))]
+    weighted = weighted_rows(rr, layout)
+    blocks = [(rr[:, :, starts[b]:starts[b + 1], :], weighted[:, :, starts[b]:starts[b + 1], :])
+              for b in range(len(sel))]
     if type_one_side:
-        t_mat = sum(_embed_block(block, nets[b]) for b, block in enumerate(blocks) if block.shape[2] > 0)
+        t_mat = sum(_embed_block(block, nets[b]) for b, block in enumerate(blocks) if block[0].shape[2] > 0)
     elif groups is None:
         t_mat = _two_side_masked(blocks, center_type, nets)
     else:
         t_mat = _two_side_grouped(blocks, groups, nets)
-    return _from_t(t_mat / sum(sel), axis_neuron)
+    return _from_t(t_mat / (sum(sel) if nnei is None else nnei), axis_neuron)
 
 
 def _from_t(t_mat: Tensor, axis_neuron: int) -> tuple[Tensor, Tensor]:
@@ -49,9 +54,11 @@ def _from_t(t_mat: Tensor, axis_neuron: int) -> tuple[Tensor, Tensor]:
     return d.reshape(*d.shape[:2], -1), t_mat
 
 
-def _embed_block(block: Tensor, net) -> Tensor:
-    """sum_j R_j^T G(s_j) over one neighbour-type block: (nf, n, sel_b, 4) -> (nf, n, 4, M1)."""
-    return torch.einsum("fnjc,fnjm->fncm", block, net(block[..., :1]))
+def _embed_block(block: tuple[Tensor, Tensor], net) -> Tensor:
+    """sum_j R_j^T G(s_j) over one neighbour-type block: (rows, rows weighted as they count) each (nf, n, sel_b, 4)
+    -> (nf, n, 4, M1)."""
+    rows, weighted = block
+    return torch.einsum("fnjc,fnjm->fncm", weighted, net(rows[..., :1]))
 
 
 def _two_side_masked(blocks: list[Tensor], center_type: Tensor, nets: StackedMLP) -> Tensor:
@@ -60,8 +67,8 @@ def _two_side_masked(blocks: list[Tensor], center_type: Tensor, nets: StackedMLP
     t_mat = 0
     for b, block in enumerate(blocks):
         for a in range(ntypes):
-            if block.shape[2] > 0:
-                is_a = (center_type == a)[..., None, None].to(block.dtype)
+            if block[0].shape[2] > 0:
+                is_a = (center_type == a)[..., None, None].to(block[0].dtype)
                 t_mat = t_mat + is_a * _embed_block(block, nets[a + b * ntypes])
     return t_mat
 
@@ -69,14 +76,14 @@ def _two_side_masked(blocks: list[Tensor], center_type: Tensor, nets: StackedMLP
 def _two_side_grouped(blocks: list[Tensor], groups: list[Tensor], nets: StackedMLP) -> Tensor:
     """Net (a, b) on the centres of type a only (their indices known ahead): ntypes times less work."""
     ntypes = len(blocks)
-    nf, nloc = blocks[0].shape[:2]
+    nf, nloc = blocks[0][0].shape[:2]
     m1 = nets[0].neuron[-1]
-    t_mat = blocks[0].new_zeros(nf, nloc, 4, m1)
+    t_mat = blocks[0][0].new_zeros(nf, nloc, 4, m1)
     for a, idx in enumerate(groups):
         if idx.numel() == 0:
             continue
-        t_a = sum(_embed_block(block.index_select(1, idx), nets[a + b * ntypes])
-                  for b, block in enumerate(blocks) if block.shape[2] > 0)
+        t_a = sum(_embed_block((rows.index_select(1, idx), weighted.index_select(1, idx)), nets[a + b * ntypes])
+                  for b, (rows, weighted) in enumerate(blocks) if rows.shape[2] > 0)
         t_mat = t_mat.index_copy(1, idx, t_a)
     return t_mat
 
@@ -125,16 +132,16 @@ class DescrptSeA(nn.Module):
         return self.neuron[-1] * self.axis_neuron
 
     def forward(self, rij: Tensor, nlist: Tensor, center_type: Tensor, neighbor_type: Tensor,
-                groups: list[Tensor] | None = None) -> Tensor:
+                groups: list[Tensor] | None = None, layout: SlotLayout | None = None) -> Tensor:
         """Descriptor (nf, nloc, M1*M2) in float64 from pair vectors rij (nf, nloc, nnei, 3).
 
         nlist (nf, nloc, nnei) gives the slot layout (-1 = padding); center_type (nf, nloc);
-        neighbor_type (nf, nloc, nnei), used only for exclude_types.
+        neighbor_type (nf, nloc, nnei), used only for exclude_types; layout: a trimmed list's slots.
         """
         raw = env_mat_raw(rij.to(self.dtype), nlist >= 0, self.rcut, self.rcut_smth, self.env_protection)
-        rr = normalize_env_mat(raw, center_type, self.davg, self.dstd)
+        rr = normalize_env_mat(raw, center_type, *slot_stats(self, layout))
         if self.exclude_types:
             rr = rr * exclusion_mask(center_type, nlist, neighbor_type, self.excluded).to(rr.dtype)[..., None]
-        d, _ = descriptor_from_blocks(rr, center_type, self.embedding_nets(), self.sel, self.type_one_side,
-                                      self.axis_neuron, groups)
+        d, _ = descriptor_from_blocks(rr, center_type, self.embedding_nets(), list_sel(self, layout),
+                                      self.type_one_side, self.axis_neuron, groups, layout, sum(self.sel))
         return d.to(torch.float64)

@@ -21,6 +21,7 @@ from deeppot.model import analytic
 from deeppot.model.descriptor import DescrptSeA
 from deeppot.model.env_mat import neighbor_vectors
 from deeppot.model.fitting import EnergyFitting
+from deeppot.model.slots import SlotLayout
 
 
 def scatter_pairs(values: Tensor, nlist_loc: Tensor, nloc: int) -> Tensor:
@@ -84,7 +85,8 @@ class EnergyModel(nn.Module):
 
     def atomic_energy_from_pairs(self, pairs: PairData, rij: Tensor) -> Tensor:
         """Per-atom energies (nf, nloc), float64, from pair vectors rij (nf, nloc, nnei, 3)."""
-        desc = self.descriptor(rij, pairs.nlist_loc, pairs.center_type, pairs.neighbor_type, pairs.groups)
+        desc = self.descriptor(rij, pairs.nlist_loc, pairs.center_type, pairs.neighbor_type, pairs.groups,
+                               pairs.layout)
         return self.fitting(desc, pairs.center_type, pairs.groups)
 
     def forward_lower(self, ext_coord: Tensor, ext_atype: Tensor, nlist: Tensor, mapping: Tensor,
@@ -107,7 +109,7 @@ class EnergyModel(nn.Module):
         if self.analytic_forces and analytic.supports(self):
             with torch.set_grad_enabled(create_graph and torch.is_grad_enabled()):
                 atom_energy, g = self.pair_energy_fn(self, pairs.rij, pairs.nlist_loc, pairs.center_type,
-                                                     pairs.neighbor_type)
+                                                     pairs.neighbor_type, pairs.layout)
                 out = forces_and_virial(g, pairs.rij, pairs.nlist_loc, do_atomic_virial)
                 return {"energy": atom_energy.sum(dim=-1), "atom_energy": atom_energy, **out}
         return self.forward_pairs_autograd(pairs, do_atomic_virial, create_graph)
@@ -170,15 +172,16 @@ class PairData:
     rij (nf, nloc, nnei, 3) pair vectors; nlist_loc (nf, nloc, nnei) the local owner of each neighbour in the
     DeePMD slot layout (-1 = padding); center_type (nf, nloc); neighbor_type (nf, nloc, nnei), -1 for padding.
     groups (optional): per type, the indices of its atoms, when every frame has the same types (one system);
-    the nets then run on their own atoms only.
+    the nets then run on their own atoms only. layout (optional): where the slots of a list trimmed to fewer
+    than sel sit (`deeppot.model.slots`); None: sel.
     Training frames never move, so this is computed once per frame and reused at every step.
     """
 
     def __init__(self, rij: Tensor, nlist_loc: Tensor, center_type: Tensor, neighbor_type: Tensor,
-                 groups: list[Tensor] | None = None) -> None:
+                 groups: list[Tensor] | None = None, layout: SlotLayout | None = None) -> None:
         self.rij, self.nlist_loc = rij, nlist_loc
         self.center_type, self.neighbor_type = center_type, neighbor_type
-        self.groups = groups
+        self.groups, self.layout = groups, layout
 
     @classmethod
     def from_neighbors(cls, ext_coord: Tensor, ext_atype: Tensor, nlist: Tensor, mapping: Tensor,
@@ -196,7 +199,8 @@ class PairData:
 
     def to(self, device: torch.device | str) -> PairData:
         groups = None if self.groups is None else [g.to(device) for g in self.groups]
-        return PairData(*(t.to(device) for t in self.tensors()), groups=groups)
+        return PairData(*(t.to(device) for t in self.tensors()), groups=groups,
+                        layout=None if self.layout is None else self.layout.to(device))
 
 
 def type_groups(atype: Tensor, ntypes: int) -> list[Tensor]:

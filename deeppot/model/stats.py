@@ -18,13 +18,14 @@ STD_NO_DATA = 0.1
 
 
 def env_stat_sums(rij: Tensor, nlist: Tensor, center_type: Tensor, ntypes: int, rcut: float, rcut_smth: float,
-                  protection: float = 0.0) -> Tensor:
+                  protection: float = 0.0, nnei: int | None = None) -> Tensor:
     """Per centre type sums (ntypes, 6): [n_r, sum s, sum s^2, n_a, sum a, sum a^2] over all Nc slots.
 
-    Padded slots (R~ = 0) are counted, as in DeePMD. rij (nf, nloc, nnei, 3), center_type (nf, nloc).
+    Padded slots (R~ = 0) are counted, as in DeePMD. rij (nf, nloc, nslots, 3), center_type (nf, nloc); nnei: the
+    model's Nc = sum(sel) when the list is trimmed to fewer slots (the dropped ones are padding: they count, add 0).
     """
-    raw = env_mat_raw(rij.to(torch.float64), nlist >= 0, rcut, rcut_smth, protection)  # (nf, nloc, nnei, 4)
-    nnei = raw.shape[2]
+    raw = env_mat_raw(rij.to(torch.float64), nlist >= 0, rcut, rcut_smth, protection)  # (nf, nloc, nslots, 4)
+    nnei = raw.shape[2] if nnei is None else nnei
     s, a = raw[..., 0].sum(-1), raw[..., 1:].sum((-1, -2))  # per atom (nf, nloc)
     s2, a2 = raw[..., 0].square().sum(-1), raw[..., 1:].square().sum((-1, -2))
     onehot = torch.nn.functional.one_hot(center_type.reshape(-1), ntypes).to(torch.float64)  # (nf*nloc, ntypes)
@@ -71,7 +72,7 @@ def set_statistics(model, pair_batches: Iterable, energies: Iterable[tuple[np.nd
     sums = torch.zeros(d.ntypes, 6, dtype=torch.float64)
     for pairs in pair_batches:
         sums += env_stat_sums(pairs.rij, pairs.nlist_loc, pairs.center_type, d.ntypes, d.rcut, d.rcut_smth,
-                              d.env_protection).cpu()
+                              d.env_protection, sum(d.sel)).cpu()
     davg, dstd = davg_dstd_from_sums(sums, sum(d.sel), d.set_davg_zero)
     d.davg.copy_(davg.to(d.davg))
     d.dstd.copy_(dstd.to(d.dstd))

@@ -17,6 +17,7 @@ from torch import Tensor
 from deeppot.data import FrameSampler, System, nbatches, resolve_batch_sizes, system_probs
 from deeppot.model import PairData
 from deeppot.model.energy_model import type_groups
+from deeppot.model.slots import slot_layout
 from deeppot.nlist import build_neighbor_data
 
 log = logging.getLogger(__name__)
@@ -38,12 +39,16 @@ class FrameStore:
 
     Pair geometry is built lazily (on first use of a frame) or all at once with `build_all`.
     Per frame: rij (nloc, nnei, 3) float64, nlist_loc and neighbor_type (nloc, nnei), labels, find flags.
+    widths: keep that many slots per type of each sel-wide list and a stand-in for the rest (`deeppot.model.slots`);
+    the rest must be padding in every frame (the run's neighbour statistics say so), which each build checks.
     """
 
-    def __init__(self, systems: list[System], rcut: float, sel: list[int], device: torch.device) -> None:
-        self.systems, self.rcut, self.sel, self.device = systems, rcut, list(sel), device
+    def __init__(self, systems: list[System], rcut: float, sel: list[int], device: torch.device,
+                 widths: tuple[int, ...] | None = None) -> None:
+        self.systems, self.rcut, self.sel, self.device, self.widths = systems, rcut, list(sel), device, widths
+        self.layout = None if widths is None else slot_layout(sel, widths, device)
         self.offsets = np.cumsum([0] + [s.nframes for s in systems])
-        nf, nloc, nnei = int(self.offsets[-1]), systems[0].natoms, sum(sel)
+        nf, nloc, nnei = int(self.offsets[-1]), systems[0].natoms, sum(sel if widths is None else self.layout.sel)
         cat = lambda key: torch.as_tensor(np.concatenate([s.labels[key] for s in systems]), device=device)  # noqa: E731
         self.labels = {k: cat(k) for k in LABEL_KEYS}
         # find flags per frame, so systems with and without a label can share the store
@@ -78,32 +83,52 @@ class FrameStore:
         coord_t = torch.as_tensor(coord, device=self.device)
         box_t = None if box is None else torch.as_tensor(box, device=self.device)
         nd = build_neighbor_data(coord_t, self.atype[None].expand(len(frames), -1), box_t, self.rcut, self.sel)
-        pairs = PairData.from_neighbors(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, self.rcut)
+        pairs = self._trimmed(PairData.from_neighbors(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, self.rcut),
+                              frames)
         index = torch.as_tensor(frames, device=self.device)
         self.rij[index] = pairs.rij
         self.nlist_loc[index] = pairs.nlist_loc
         self.neighbor_type[index] = pairs.neighbor_type
         self.built[frames] = True
 
+    def _trimmed(self, pairs: PairData, frames: np.ndarray) -> PairData:
+        """The kept slots of sel-wide pairs; an error if a dropped slot holds a neighbour (a host sync, as the
+        list builder's own overflow check). Neighbours come first in their blocks, so counts say it."""
+        if self.layout is None:
+            return pairs
+        types = torch.arange(len(self.sel), device=self.device)
+        count = (pairs.neighbor_type[..., None] == types).sum(2)  # (nf, nloc, ntypes)
+        over = (count > torch.tensor(self.widths, device=self.device)).flatten(1).any(1)
+        if bool(over.any()):
+            f = int(over.nonzero()[0])
+            s = int(np.searchsorted(self.offsets, frames[f], side="right") - 1)
+            raise ValueError(f"{self.systems[s].path}: frame {frames[f] - self.offsets[s]} has more neighbours "
+                             f"than the lists' widths {list(self.widths)} (from the neighbour statistics); "
+                             "train without trimmed lists (skip_neighbor_stat) or check the data")
+        kept = self.layout.index
+        return PairData(pairs.rij.index_select(2, kept), pairs.nlist_loc.index_select(2, kept), pairs.center_type,
+                        pairs.neighbor_type.index_select(2, kept), layout=self.layout)
+
     def gather(self, index: Tensor) -> Batch:
         """The batch of (global) frames `index` (1-D long tensor on the device); no host sync."""
         center_type = self.atype[None].expand(index.shape[0], -1)
-        pairs = PairData(self.rij[index], self.nlist_loc[index], center_type, self.neighbor_type[index], self.groups)
+        pairs = PairData(self.rij[index], self.nlist_loc[index], center_type, self.neighbor_type[index], self.groups,
+                         self.layout)
         labels = {k: v[index] for k, v in self.labels.items()}
         # one system per batch: the first frame's flags (a 1-element gather; indexing with a 0-d tensor would sync)
         find = {k: v[index[:1]].reshape(()) for k, v in self.find.items()}
         return Batch(pairs, labels, find, self.natoms)
 
 
-def make_stores(systems: list[System], rcut: float, sel: list[int], device: torch.device) -> tuple[
-        list[FrameStore], list[tuple[int, int]]]:
+def make_stores(systems: list[System], rcut: float, sel: list[int], device: torch.device,
+                widths: tuple[int, ...] | None = None) -> tuple[list[FrameStore], list[tuple[int, int]]]:
     """Group systems by atype vector (and periodicity) into stores; returns them and, per system, (store, offset)."""
     keys: dict[bytes, list[int]] = {}
     for i, s in enumerate(systems):
         keys.setdefault(s.atype.astype(np.int64).tobytes() + bytes([s.box is None]), []).append(i)
     stores, where = [], [(0, 0)] * len(systems)
     for members in keys.values():
-        store = FrameStore([systems[i] for i in members], rcut, sel, device)
+        store = FrameStore([systems[i] for i in members], rcut, sel, device, widths)
         for j, i in enumerate(members):
             where[i] = (len(stores), int(store.offsets[j]))
         stores.append(store)
@@ -114,11 +139,11 @@ class DataSampler:
     """Picks a system by probability, then the next shuffled batch of that system (DeePMD-kit PT semantics)."""
 
     def __init__(self, systems: list[System], rcut: float, sel: list[int], device: torch.device, batch_size,
-                 sys_probs, auto_prob: str, seed: int | None) -> None:
+                 sys_probs, auto_prob: str, seed: int | None, widths: tuple[int, ...] | None = None) -> None:
         sizes = resolve_batch_sizes(batch_size, [s.natoms for s in systems])
         self.systems = [s for s, b in zip(systems, sizes, strict=True) if b is not None]
         self.batch_sizes = [b for b in sizes if b is not None]
-        self.stores, self.where = make_stores(self.systems, rcut, sel, device)
+        self.stores, self.where = make_stores(self.systems, rcut, sel, device, widths)
         self.device = device
         self.nbatch = [nbatches(s.nframes, b) for s, b in zip(self.systems, self.batch_sizes, strict=True)]
         self.probs = system_probs(self.nbatch, sys_probs, auto_prob)

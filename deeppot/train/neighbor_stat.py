@@ -61,8 +61,9 @@ def auto_sel(max_count: np.ndarray, factor: float) -> list[int]:
 
 
 def resolve_sel(systems: list[System], rcut: float, sel: list[int] | str, ntypes: int,
-                device: torch.device | str = "cpu") -> tuple[list[int], float]:
-    """Integer sel (resolving "auto"/"auto:f") and min_nbor_dist; warns when a given sel is below the data's max."""
+                device: torch.device | str = "cpu") -> tuple[list[int], float, np.ndarray]:
+    """Integer sel (resolving "auto"/"auto:f"), min_nbor_dist and the data's most neighbours per type; warns when
+    a given sel is below the data's max."""
     max_count, min_dist = neighbor_stat(systems, rcut, ntypes, device)
     log.info("min_nbor_dist: %f", min_dist)
     log.info("max_nbor_size: %s", max_count.tolist())
@@ -70,9 +71,9 @@ def resolve_sel(systems: list[System], rcut: float, sel: list[int] | str, ntypes
         factor = float(sel.split(":")[1]) if ":" in sel else 1.1
         resolved = auto_sel(max_count, factor)
         log.info('sel "%s" resolved to %s', sel, resolved)
-        return resolved, min_dist
+        return resolved, min_dist, max_count
     for t, (s, c) in enumerate(zip(sel, max_count, strict=True)):
         if s < c:
             log.warning("sel[%d] = %d is smaller than the largest number of type-%d neighbours in the data (%d); "
                         "the farthest are dropped. Consider sel[%d] >= %d.", t, s, t, c, t, c)
-    return list(sel), min_dist
+    return list(sel), min_dist, max_count

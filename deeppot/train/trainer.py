@@ -20,6 +20,7 @@ import torch
 from deeppot.data import load_systems
 from deeppot.io.model_file import load_model, read_checkpoint
 from deeppot.model import EnergyModel
+from deeppot.model.slots import per_type_padding, trimmed_widths
 from deeppot.model.stats import set_statistics
 from deeppot.tools.change_bias import select_frames
 from deeppot.train.adam import FusedAdam
@@ -50,7 +51,7 @@ from deeppot.train.memory import (
     make_optimizer,
     use_cuda_graph,
 )
-from deeppot.train.neighbor_stat import resolve_sel
+from deeppot.train.neighbor_stat import neighbor_stat, resolve_sel
 from deeppot.train.progress import Clock, Progress, StartupTimes
 
 log = logging.getLogger("deeppot")
@@ -71,6 +72,7 @@ class RunOptions:
     compile: bool | None = None  # torch.compile of the force function: forced on/off, None = training.enable_compile
     #                             or, without it, on for long GPU runs (deeppot.train.force_path)
     tf32: bool = False  # mixed-precision opt-in: TF32 inputs to the embedding GEMMs of float32 models
+    trim_lists: bool = True  # lists only as wide as the data's most neighbours per type (deeppot.model.slots)
     dist: DistInfo = field(default_factory=DistInfo)  # data-parallel ranks; default: one process
 
 
@@ -129,6 +131,7 @@ class Trainer:
         self.start_step = 0
         if options.restart is not None:
             self._restore(options.restart)
+        self._check_layout()
         # only rank 0 writes checkpoints (the other ranks hold the same weights)
         self.ckpt = CheckpointManager(tr["save_ckpt"], tr.get("save_dir"), tr["max_ckpt_keep"], options.workdir) \
             if options.dist.is_main else None
@@ -165,19 +168,21 @@ class Trainer:
         systems = load_systems(tr["training_data"]["systems"], type_map,
                                rglob_patterns=tr["training_data"].get("rglob_patterns"))
         valid_systems = None
-        if tr.get("validation_data") and self.opt.dist.is_main:  # validation runs on rank 0 only
+        if tr.get("validation_data"):  # validation runs on rank 0 only; every rank sizes the lists for it
             valid_systems = load_systems(tr["validation_data"]["systems"], type_map,
                                          rglob_patterns=tr["validation_data"].get("rglob_patterns"))
         desc = cfg["model"]["descriptor"]
+        widths = None
         if not self.opt.skip_neighbor_stat or isinstance(desc["sel"], str):
-            desc["sel"], self.min_nbor_dist = resolve_sel(systems, desc["rcut"], desc["sel"], len(type_map),
-                                                          self.opt.device)
+            desc["sel"], self.min_nbor_dist, max_count = resolve_sel(systems, desc["rcut"], desc["sel"],
+                                                                     len(type_map), self.opt.device)
+            widths = self._list_widths(desc, max_count, valid_systems)
         else:
             self.min_nbor_dist = -1.0
         seed = tr.get("seed")
-        train = self._sampler(systems, tr["training_data"], rank_seed(seed, self.opt.dist))
-        valid = self._sampler(valid_systems, tr["validation_data"], None if seed is None else seed + 1) \
-            if valid_systems else None
+        train = self._sampler(systems, tr["training_data"], rank_seed(seed, self.opt.dist), widths)
+        valid = self._sampler(valid_systems, tr["validation_data"], None if seed is None else seed + 1, widths) \
+            if valid_systems and self.opt.dist.is_main else None
         for line in train.summary():
             log.info(line)
         return train, valid
@@ -197,10 +202,52 @@ class Trainer:
         log.info("numb_epoch %g -> numb_steps %d", tr["numb_epoch"], steps)
         return steps
 
-    def _sampler(self, systems, section: dict[str, Any], seed: int | None) -> DataSampler:
+    def _list_widths(self, desc: dict[str, Any], max_count: np.ndarray, valid_systems) -> tuple[int, ...] | None:
+        """The slots per type the run's lists keep: the most neighbours of any training or validation frame, where
+        that is below sel (deeppot.model.slots; the model keeps its sel). None: full lists."""
+        if not self.opt.trim_lists:
+            return None
+        start = self._starting_statistics()
+        if start is not None and not per_type_padding(*start):
+            log.info("neighbour lists of sel slots: the starting model's davg/dstd differ between slots of one type")
+            return None
+        if valid_systems:
+            max_count = np.maximum(max_count, neighbor_stat(valid_systems, desc["rcut"], len(max_count),
+                                                            self.opt.device)[0])
+        widths = trimmed_widths(desc["sel"], max_count)
+        if widths is not None:
+            log.info("neighbour lists of %s slots per type (the data's most neighbours, and a slot standing in for the "
+                     "always-empty ones) for sel %s; the model keeps sel", list(widths), desc["sel"])
+        return widths
+
+    def _starting_statistics(self) -> tuple[torch.Tensor, torch.Tensor, list[int]] | None:
+        """davg, dstd and sel of the model the run starts from (fine-tuning, --init-model, --restart), read ahead
+        of the model's set-up; None where the run computes them."""
+        if self.pretrained is not None:
+            d = self.pretrained.descriptor
+        elif self.opt.init_model is not None:
+            d = load_model(self.opt.init_model).descriptor
+        elif self.opt.restart is not None:
+            state = read_checkpoint(resolve_checkpoint(self.opt.restart))["model"]
+            return state["descriptor.davg"], state["descriptor.dstd"], self.config["model"]["descriptor"]["sel"]
+        else:
+            return None
+        return d.davg, d.dstd, d.sel
+
+    def _check_layout(self) -> None:
+        """Trimmed lists are exact when the dropped slots share their stand-in's padding row (deeppot.model.slots):
+        always so for statistics deeppot or DeePMD-kit computed; checked once the weights are final."""
+        d, layout = self.model.descriptor, self.train_data.stores[0].layout
+        if layout is not None and not per_type_padding(d.davg, d.dstd, d.sel):
+            raise TrainingError("the model's davg/dstd differ between neighbour slots of one type, so the training "
+                                f"lists cannot be trimmed to {list(layout.sel)} slots: train with "
+                                "--skip-neighbor-stat (full lists)")
+
+    def _sampler(self, systems, section: dict[str, Any], seed: int | None,
+                 widths: tuple[int, ...] | None) -> DataSampler:
         desc = self.config["model"]["descriptor"]
         return DataSampler(systems, desc["rcut"], desc["sel"], self.opt.device, section["batch_size"],
-                           section.get("sys_probs"), section["auto_prob"], seed)
+                           section.get("sys_probs"), section["auto_prob"], seed, widths)
 
     def _build_model(self) -> EnergyModel:
         model = EnergyModel.from_config(self.config["model"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import make_model, pairs_of
+from helpers import make_model, pairs_of, trimmed_pairs
 
 from deeppot.model import analytic
 from deeppot.model.env_mat import env_mat_raw, normalize_env_mat
@@ -86,6 +86,25 @@ def test_training_gradients_match_the_plain_path():
     for g, want in zip(grads, ref_grads, strict=True):
         scale = want.abs().max()
         torch.testing.assert_close(g / scale, want / scale, rtol=1e-4, atol=1e-4)
+
+
+def test_trimmed_lists_through_the_kernels():
+    """Lists narrower than sel (deeppot.model.slots): the kernels walk the trimmed blocks, the model adds the
+    dropped padding; the same values and training gradients as the plain path on full lists."""
+    model, _, _ = model_and_rr(type_one_side=False, neuron=(6, 12, 24), sel=(20, 40))
+    full = pairs_of(model, seed=3).to(DEVICE)
+    results = []
+    for pairs, fused in ((full, False), (trimmed_pairs(model, full), True)):
+        model.embed_fn = analytic.embed_all
+        assert not fused or model.use_fused_kernels(DEVICE)
+        out = model.forward_pairs(pairs, create_graph=True)
+        loss = out["force"].square().mean() + out["energy"].square().mean() + out["virial"].square().mean()
+        results.append((out, torch.autograd.grad(loss, list(model.parameters()))))
+    (ref, ref_grads), (got, grads) = results
+    for key in ("energy", "force", "virial"):
+        torch.testing.assert_close(got[key], ref[key], rtol=1e-11, atol=1e-12)
+    for g, want in zip(grads, ref_grads, strict=True):
+        torch.testing.assert_close(g, want, rtol=1e-9, atol=1e-11)
 
 
 def test_refuses_positions_that_need_gradients():

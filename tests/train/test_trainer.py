@@ -12,6 +12,8 @@ import torch
 from helpers import EXAMPLE_DATA
 
 from deeppot.config.input import normalize_input
+from deeppot.data import load_systems
+from deeppot.train.data import FrameStore
 from deeppot.train.lcurve import read_lcurve
 from deeppot.train.trainer import RunOptions, Trainer, TrainingError
 
@@ -168,3 +170,23 @@ def test_numb_epoch_sets_the_number_of_steps(tmp_path, systems):
     config["training"]["numb_epoch"] = 1.5  # one system of 6 frames, batch 1: 6 batches per epoch
     trainer = Trainer(normalize_input(config), RunOptions(workdir=tmp_path, device=torch.device("cpu")))
     assert trainer.numb_steps == 9
+
+
+def test_trimmed_lists_train_as_the_full_lists(tmp_path, systems):
+    """Lists trimmed to the data's most neighbours (deeppot.model.slots): the same weights after the run."""
+    config = tiny_input(*systems)
+    full = run(copy.deepcopy(config), tmp_path / "full", trim_lists=False)
+    trim = run(copy.deepcopy(config), tmp_path / "trim")
+    (store,), (full_store,) = trim.train_data.stores, full.train_data.stores
+    assert full_store.widths is None and trim.valid_data.stores[0].widths == store.widths
+    assert store.rij.shape[2] == sum(store.layout.sel) < full_store.rij.shape[2] == 48
+    assert trim.model.sel == full.model.sel == [16, 32]
+    for key, value in full.model.state_dict().items():
+        torch.testing.assert_close(trim.model.state_dict()[key], value, rtol=1e-9, atol=1e-12, msg=key)
+
+
+def test_store_refuses_to_drop_a_neighbour(systems):
+    system = load_systems(systems[0], ["O", "H"])
+    store = FrameStore(system, 4.0, [16, 32], torch.device("cpu"), widths=(2, 32))
+    with pytest.raises(ValueError, match=r"train: frame \d+ has more neighbours than the lists' widths \[2, 32\]"):
+        store.build_all()
