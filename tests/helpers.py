@@ -89,6 +89,15 @@ def pairs_of(model: EnergyModel, nframes: int = 2, seed: int = 0, ntypes: int = 
     return PairData.from_neighbors(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, model.rcut)
 
 
+def training_gradients(model: EnergyModel, pairs: PairData, analytic: bool = True):
+    """Outputs and every parameter's gradient of a loss on energy, forces and virial, as force training takes them;
+    analytic: the hand-written derivative (else the autograd reference)."""
+    model.analytic_forces = analytic
+    out = model.forward_pairs(pairs, create_graph=True)
+    loss = 3.0 * out["force"].square().mean() + out["energy"].square().mean() + out["virial"].square().mean()
+    return out, torch.autograd.grad(loss, list(model.parameters()))
+
+
 def trimmed_pairs(model: EnergyModel, pairs: PairData) -> PairData:
     """The same pairs in lists only as wide as their most neighbours per type and a stand-in slot for the rest
     (what the trainer builds)."""

@@ -332,7 +332,7 @@ def embed_all(d, rr: Tensor, center_type: Tensor, layout: SlotLayout | None = No
     if rr.requires_grad:
         raise ValueError("the fused embedding kernels give no gradient with respect to positions; "
                          "use deeppot.model.analytic.embed_all where rr requires grad")
-    sel = list_sel(d, layout)
+    sel = list_sel(d.sel, layout)
     starts, blocks = _block_tables(tuple(sel), rr.device)
     if d.type_one_side:
         net_index = blocks.expand(center_type.numel(), -1)

@@ -155,7 +155,7 @@ def embed_all(d, rr: Tensor, center_type: Tensor, layout: SlotLayout | None = No
     a compressed descriptor reads its tables instead (`deeppot.model.tabulate`). layout: a trimmed list's
     (`deeppot.model.slots`).
     """
-    starts = [0, *accumulate(list_sel(d, layout))]
+    starts = [0, *accumulate(list_sel(d.sel, layout))]
     g_parts, dg_parts = [], []
     for b in range(d.ntypes):
         s = rr[:, :, starts[b]:starts[b + 1], :1]

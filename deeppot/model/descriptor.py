@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from itertools import accumulate
+from itertools import accumulate, pairwise
 
 import torch
 from torch import Tensor, nn
 
 from deeppot.model.env_mat import env_mat_raw, normalize_env_mat
 from deeppot.model.network import StackedMLP
-from deeppot.model.slots import SlotLayout, list_sel, slot_stats, weighted_rows
+from deeppot.model.slots import SlotLayout, list_sel, slot_stats
 from deeppot.model.tabulate import CompressedTables, TabulatedNets, tabulate
 
 
@@ -24,29 +24,28 @@ def exclusion_mask(center_type: Tensor, nlist: Tensor, neighbor_type: Tensor, ex
 
 def descriptor_from_blocks(rr: Tensor, center_type: Tensor, nets: StackedMLP | TabulatedNets, sel: list[int],
                            type_one_side: bool, axis_neuron: int, groups: list[Tensor] | None = None,
-                           layout: SlotLayout | None = None, nnei: int | None = None) -> tuple[Tensor, Tensor]:
+                           layout: SlotLayout | None = None) -> tuple[Tensor, Tensor]:
     """D_i = T_i^T T_i^<, with T_i = (1/Nc) sum_j R_ij^T G(s_ij) (spec §4.4).
 
     rr (nf, nloc, nnei, 4) normalised and exclusion-masked rows -> D (nf, nloc, M1*M2), T (nf, nloc, 4, M1).
-    A trimmed list (`deeppot.model.slots`): sel its slots per type, layout its stand-ins' weights, nnei the full
-    list's Nc.
+    sel is the model's (Nc = sum(sel)); a trimmed list's slots follow its layout (`deeppot.model.slots`).
     Each neighbour-type block b is embedded by net b (type_one_side) or by net (a, b) for centre type a,
     stored at flat index a + b*ntypes. `groups` (per centre type, its atom indices in every frame) lets the
     two-sided nets run on their own centres only; without it every centre goes through every net.
     (Running all nets at once as batched GEMMs was measured slower on an H200: cuBLAS gives the batched weight
     gradients, reduced over ~10^4 pair rows, no split-K; see benchmarks/results/README.md.)
     """
-    starts = [0, *accumulate(sel)]
-    weighted = weighted_rows(rr, layout)
-    blocks = [(rr[:, :, starts[b]:starts[b + 1], :], weighted[:, :, starts[b]:starts[b + 1], :])
-              for b in range(len(sel))]
+    starts = [0, *accumulate(list_sel(sel, layout))]
+    blocks = [rr[:, :, a:b, :] for a, b in pairwise(starts)]
+    # how many slots each slot counts for: a trimmed list's stand-ins count for the padding they stand for
+    counts = [None if layout is None else layout.weight[a:b] for a, b in pairwise(starts)]
     if type_one_side:
-        t_mat = sum(_embed_block(block, nets[b]) for b, block in enumerate(blocks) if block[0].shape[2] > 0)
+        t_mat = sum(_embed_block(block, nets[b], counts[b]) for b, block in enumerate(blocks) if block.shape[2] > 0)
     elif groups is None:
-        t_mat = _two_side_masked(blocks, center_type, nets)
+        t_mat = _two_side_masked(blocks, counts, center_type, nets)
     else:
-        t_mat = _two_side_grouped(blocks, groups, nets)
-    return _from_t(t_mat / (sum(sel) if nnei is None else nnei), axis_neuron)
+        t_mat = _two_side_grouped(blocks, counts, groups, nets)
+    return _from_t(t_mat / sum(sel), axis_neuron)
 
 
 def _from_t(t_mat: Tensor, axis_neuron: int) -> tuple[Tensor, Tensor]:
@@ -54,36 +53,38 @@ def _from_t(t_mat: Tensor, axis_neuron: int) -> tuple[Tensor, Tensor]:
     return d.reshape(*d.shape[:2], -1), t_mat
 
 
-def _embed_block(block: tuple[Tensor, Tensor], net) -> Tensor:
-    """sum_j R_j^T G(s_j) over one neighbour-type block: (rows, rows weighted as they count) each (nf, n, sel_b, 4)
-    -> (nf, n, 4, M1)."""
-    rows, weighted = block
-    return torch.einsum("fnjc,fnjm->fncm", weighted, net(rows[..., :1]))
+def _embed_block(block: Tensor, net, count: Tensor | None = None) -> Tensor:
+    """sum_j R_j^T G(s_j) over one neighbour-type block: (nf, n, sel_b, 4) -> (nf, n, 4, M1); count (sel_b, 1)
+    how many slots each slot counts for (None: one)."""
+    rows = block if count is None else block * count
+    return torch.einsum("fnjc,fnjm->fncm", rows, net(block[..., :1]))
 
 
-def _two_side_masked(blocks: list[Tensor], center_type: Tensor, nets: StackedMLP) -> Tensor:
+def _two_side_masked(blocks: list[Tensor], counts: list[Tensor | None], center_type: Tensor,
+                     nets: StackedMLP) -> Tensor:
     """Every centre through net (a, b), then select by centre type: static shapes for any atype."""
     ntypes = len(blocks)
     t_mat = 0
     for b, block in enumerate(blocks):
         for a in range(ntypes):
-            if block[0].shape[2] > 0:
-                is_a = (center_type == a)[..., None, None].to(block[0].dtype)
-                t_mat = t_mat + is_a * _embed_block(block, nets[a + b * ntypes])
+            if block.shape[2] > 0:
+                is_a = (center_type == a)[..., None, None].to(block.dtype)
+                t_mat = t_mat + is_a * _embed_block(block, nets[a + b * ntypes], counts[b])
     return t_mat
 
 
-def _two_side_grouped(blocks: list[Tensor], groups: list[Tensor], nets: StackedMLP) -> Tensor:
+def _two_side_grouped(blocks: list[Tensor], counts: list[Tensor | None], groups: list[Tensor],
+                      nets: StackedMLP) -> Tensor:
     """Net (a, b) on the centres of type a only (their indices known ahead): ntypes times less work."""
     ntypes = len(blocks)
-    nf, nloc = blocks[0][0].shape[:2]
+    nf, nloc = blocks[0].shape[:2]
     m1 = nets[0].neuron[-1]
-    t_mat = blocks[0][0].new_zeros(nf, nloc, 4, m1)
+    t_mat = blocks[0].new_zeros(nf, nloc, 4, m1)
     for a, idx in enumerate(groups):
         if idx.numel() == 0:
             continue
-        t_a = sum(_embed_block((rows.index_select(1, idx), weighted.index_select(1, idx)), nets[a + b * ntypes])
-                  for b, (rows, weighted) in enumerate(blocks) if rows.shape[2] > 0)
+        t_a = sum(_embed_block(block.index_select(1, idx), nets[a + b * ntypes], counts[b])
+                  for b, block in enumerate(blocks) if block.shape[2] > 0)
         t_mat = t_mat.index_copy(1, idx, t_a)
     return t_mat
 
@@ -142,6 +143,6 @@ class DescrptSeA(nn.Module):
         rr = normalize_env_mat(raw, center_type, *slot_stats(self, layout))
         if self.exclude_types:
             rr = rr * exclusion_mask(center_type, nlist, neighbor_type, self.excluded).to(rr.dtype)[..., None]
-        d, _ = descriptor_from_blocks(rr, center_type, self.embedding_nets(), list_sel(self, layout),
-                                      self.type_one_side, self.axis_neuron, groups, layout, sum(self.sel))
+        d, _ = descriptor_from_blocks(rr, center_type, self.embedding_nets(), self.sel, self.type_one_side,
+                                      self.axis_neuron, groups, layout)
         return d.to(torch.float64)

@@ -76,9 +76,9 @@ def slot_layout(sel: list[int], widths: tuple[int, ...], device: torch.device) -
                       torch.tensor(weight, device=device)[:, None])
 
 
-def list_sel(d, layout: SlotLayout | None) -> list[int]:
-    """The slots per type of a list with this layout."""
-    return list(d.sel) if layout is None else list(layout.sel)
+def list_sel(sel: list[int], layout: SlotLayout | None) -> list[int]:
+    """The slots per type of a list with this layout, for a model of this sel."""
+    return list(sel) if layout is None else list(layout.sel)
 
 
 def slot_stats(d, layout: SlotLayout | None) -> tuple[Tensor, Tensor]:

@@ -104,7 +104,7 @@ class FrameStore:
             s = int(np.searchsorted(self.offsets, frames[f], side="right") - 1)
             raise ValueError(f"{self.systems[s].path}: frame {frames[f] - self.offsets[s]} has more neighbours "
                              f"than the lists' widths {list(self.widths)} (from the neighbour statistics); "
-                             "train without trimmed lists (skip_neighbor_stat) or check the data")
+                             "train with --skip-neighbor-stat (full lists) or check the data")
         kept = self.layout.index
         return PairData(pairs.rij.index_select(2, kept), pairs.nlist_loc.index_select(2, kept), pairs.center_type,
                         pairs.neighbor_type.index_select(2, kept), layout=self.layout)

@@ -7,6 +7,7 @@ schedule, metrics stay on the device and are read only on display steps.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import logging
 import math
@@ -131,7 +132,6 @@ class Trainer:
         self.start_step = 0
         if options.restart is not None:
             self._restore(options.restart)
-        self._check_layout()
         # only rank 0 writes checkpoints (the other ranks hold the same weights)
         self.ckpt = CheckpointManager(tr["save_ckpt"], tr.get("save_dir"), tr["max_ckpt_keep"], options.workdir) \
             if options.dist.is_main else None
@@ -226,22 +226,23 @@ class Trainer:
         if self.pretrained is not None:
             d = self.pretrained.descriptor
         elif self.opt.init_model is not None:
-            d = load_model(self.opt.init_model).descriptor
+            d = self._init_source.descriptor
         elif self.opt.restart is not None:
-            state = read_checkpoint(resolve_checkpoint(self.opt.restart))["model"]
+            state = self._restart_state["model"]
             return state["descriptor.davg"], state["descriptor.dstd"], self.config["model"]["descriptor"]["sel"]
         else:
             return None
         return d.davg, d.dstd, d.sel
 
-    def _check_layout(self) -> None:
-        """Trimmed lists are exact when the dropped slots share their stand-in's padding row (deeppot.model.slots):
-        always so for statistics deeppot or DeePMD-kit computed; checked once the weights are final."""
-        d, layout = self.model.descriptor, self.train_data.stores[0].layout
-        if layout is not None and not per_type_padding(d.davg, d.dstd, d.sel):
-            raise TrainingError("the model's davg/dstd differ between neighbour slots of one type, so the training "
-                                f"lists cannot be trimmed to {list(layout.sel)} slots: train with "
-                                "--skip-neighbor-stat (full lists)")
+    @functools.cached_property
+    def _init_source(self) -> EnergyModel:
+        """The --init-model model, read once (the lists' sizing and the model's set-up both look at it)."""
+        return load_model(self.opt.init_model)
+
+    @functools.cached_property
+    def _restart_state(self) -> dict[str, Any]:
+        """The --restart checkpoint, read once (the lists' sizing and the restore both look at it)."""
+        return read_checkpoint(resolve_checkpoint(self.opt.restart))
 
     def _sampler(self, systems, section: dict[str, Any], seed: int | None,
                  widths: tuple[int, ...] | None) -> DataSampler:
@@ -253,7 +254,7 @@ class Trainer:
         model = EnergyModel.from_config(self.config["model"])
         model.min_nbor_dist.fill_(self.min_nbor_dist)
         if self.opt.init_model is not None:
-            source = load_model(self.opt.init_model)
+            source = self._init_source
             if source.descriptor.compressed:  # its uncompressed nets are inside: train those, not the tables
                 log.info("--init-model %s is compressed: starting from its embedding nets", self.opt.init_model)
                 source.descriptor.tables = None
@@ -313,7 +314,7 @@ class Trainer:
                               capturable=self.lr_tensor is not None)
 
     def _restore(self, path: Path) -> None:
-        state = read_checkpoint(resolve_checkpoint(path))
+        state = self._restart_state
         try:
             self.model.load_state_dict(state["model"])
         except RuntimeError as err:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import make_model, pairs_of, trimmed_pairs
+from helpers import make_model, pairs_of, training_gradients, trimmed_pairs
 
 from deeppot.model import analytic
 from deeppot.model.env_mat import env_mat_raw, normalize_env_mat
@@ -97,9 +97,7 @@ def test_trimmed_lists_through_the_kernels():
     for pairs, fused in ((full, False), (trimmed_pairs(model, full), True)):
         model.embed_fn = analytic.embed_all
         assert not fused or model.use_fused_kernels(DEVICE)
-        out = model.forward_pairs(pairs, create_graph=True)
-        loss = out["force"].square().mean() + out["energy"].square().mean() + out["virial"].square().mean()
-        results.append((out, torch.autograd.grad(loss, list(model.parameters()))))
+        results.append(training_gradients(model, pairs))
     (ref, ref_grads), (got, grads) = results
     for key in ("energy", "force", "virial"):
         torch.testing.assert_close(got[key], ref[key], rtol=1e-11, atol=1e-12)

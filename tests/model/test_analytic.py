@@ -4,14 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import make_model, pairs_of
-
-
-def training_gradients(model, pairs, analytic: bool):
-    model.analytic_forces = analytic
-    out = model.forward_pairs(pairs, create_graph=True)
-    loss = 3.0 * out["force"].square().mean() + out["energy"].square().mean() + out["virial"].square().mean()
-    return out, torch.autograd.grad(loss, list(model.parameters()))
+from helpers import make_model, pairs_of, training_gradients
 
 
 @pytest.mark.parametrize(("type_one_side", "activation", "exclude", "resnet_dt"), [

@@ -6,18 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from helpers import make_model, pairs_of, trimmed_pairs
+from helpers import make_model, pairs_of, training_gradients, trimmed_pairs
 
 from deeppot.model.energy_model import type_groups
 from deeppot.model.slots import per_type_padding, slot_layout, trimmed_widths
 from deeppot.model.stats import env_stat_sums
-
-
-def outputs_and_grads(model, pairs, analytic: bool):
-    model.analytic_forces = analytic
-    out = model.forward_pairs(pairs, create_graph=True)
-    loss = 3.0 * out["force"].square().mean() + out["energy"].square().mean() + out["virial"].square().mean()
-    return out, torch.autograd.grad(loss, list(model.parameters()))
 
 
 @pytest.mark.parametrize(("type_one_side", "exclude", "ntypes", "grouped"), [
@@ -31,8 +24,8 @@ def test_trimmed_lists_equal_full_lists(type_one_side, exclude, ntypes, grouped,
     full = pairs_of(model, ntypes=ntypes)
     if grouped:  # every frame has the same types: each net runs on its own centres (the reference path's other form)
         full.groups = type_groups(full.center_type[0], ntypes)
-    out, grads = outputs_and_grads(model, full, analytic)
-    out_t, grads_t = outputs_and_grads(model, trimmed_pairs(model, full), analytic)
+    out, grads = training_gradients(model, full, analytic)
+    out_t, grads_t = training_gradients(model, trimmed_pairs(model, full), analytic)
     for key in ("energy", "atom_energy", "force", "virial"):
         torch.testing.assert_close(out_t[key], out[key], rtol=1e-12, atol=1e-12)
     for g_t, g in zip(grads_t, grads, strict=True):
