@@ -393,10 +393,13 @@ class Trainer:
                     gather_optimizer_state(self.optimizer)
                 if not main:
                     continue
+                # the step's loss before validation: a replayed step's metrics are valid until the next replay
+                # of any graph (they share one memory pool), and validation replays its own
+                rmse = float(metrics["rmse"]) if saving else math.nan
                 if display_step % disp_freq == 0 or display_step == 1:
                     self._display(display_step, metrics, lcurve, clock)
                 if saving:
-                    self._save(display_step, metrics)
+                    self._save(display_step, rmse)
                 progress.update(display_step, clock)
         progress.close()
         clock.report()
@@ -452,10 +455,10 @@ class Trainer:
             raise TrainingError(f"NaN detected at batch {step}: the loss is {rmse}; training stopped and "
                                 f"{last}. Lower learning_rate.start_lr or check the data for bad frames.")
 
-    def _save(self, step: int, metrics: dict[str, torch.Tensor]) -> None:
+    def _save(self, step: int, rmse: float) -> None:
         # never save a model that has gone NaN: this step's loss, and the weights after its update
         params_finite = torch.stack([torch.isfinite(p).all() for p in self.model.parameters()]).all()
-        self._check_finite(step, float(metrics["rmse"]) if bool(params_finite) else math.nan)
+        self._check_finite(step, rmse if bool(params_finite) else math.nan)
         state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
                  "config": self.config, "step": step,
                  "sampler": {"train": self.train_data.state_dict(),

@@ -164,6 +164,32 @@ def test_nan_loss_stops_and_keeps_last_checkpoint(tmp_path, systems, monkeypatch
     assert sorted(p.name for p in tmp_path.glob("model.ckpt-*.pt")) == ["model.ckpt-3.pt"]
 
 
+def test_saving_reads_the_loss_before_validation(tmp_path, systems, monkeypatch):
+    """A step replayed from a CUDA graph returns metrics that the next replay of any graph may overwrite (the graphs
+    share a memory pool), validation's included: a save after a display must not read them again. Here validation
+    overwrites them as a replay can (run 63: an alloy run stopped at its last step on a loss it had written as
+    finite)."""
+    trainer = Trainer(normalize_input(tiny_input(*systems, steps=4)), RunOptions(workdir=tmp_path,
+                                                                                device=torch.device("cpu")))
+    real_step, real_validate = trainer.step, trainer._validate
+    last = {}
+
+    def step(i):
+        last.update(real_step(i))
+        return last
+
+    def validate(lr):
+        out = real_validate(lr)
+        for value in last.values():
+            value.fill_(float("nan"))
+        return out
+
+    monkeypatch.setattr(trainer, "step", step)
+    monkeypatch.setattr(trainer, "_validate", validate)
+    trainer.run()
+    assert (tmp_path / "model.ckpt-4.pt").exists()
+
+
 def test_numb_epoch_sets_the_number_of_steps(tmp_path, systems):
     config = tiny_input(*systems)
     del config["training"]["numb_steps"]
