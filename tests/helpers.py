@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import accumulate, pairwise
 from pathlib import Path
 
 import numpy as np
@@ -108,6 +109,17 @@ def trimmed_pairs(model: EnergyModel, pairs: PairData) -> PairData:
     kept = layout.index
     return PairData(pairs.rij[..., kept, :], pairs.nlist_loc[..., kept], pairs.center_type,
                     pairs.neighbor_type[..., kept], pairs.groups, layout)
+
+
+def padding_chunks(pairs: PairData, block: int) -> int:
+    """How many chunks of `block` slots of trimmed pairs hold only padding after a padded stand-in in slot 0: the
+    chunks the fused training kernels do not recompute (`deeppot.kernels.embedding`)."""
+    n = 0
+    for a, b in pairwise([0, *accumulate(pairs.layout.sel)]):
+        real = (pairs.nlist_loc[..., a:b] >= 0).sum(-1)  # neighbours come after the stand-in
+        stand_in = pairs.nlist_loc[..., a] < 0
+        n += sum(int((stand_in & (1 + real <= j0)).sum()) for j0 in range(block, b - a, block))
+    return n
 
 
 @pytest.fixture(autouse=True)

@@ -148,12 +148,13 @@ def _embed_net(d, k: int, s: Tensor) -> tuple[Tensor, Tensor]:
     return embed_with_tangent(d.nets, k, s)
 
 
-def embed_all(d, rr: Tensor, center_type: Tensor, layout: SlotLayout | None = None) -> tuple[Tensor, Tensor]:
+def embed_all(d, rr: Tensor, center_type: Tensor, layout: SlotLayout | None = None,
+              nlist: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """G and dG/ds for every slot (nf, nloc, nnei, M1): per neighbour-type block, per centre type if two-sided.
 
     The plain-PyTorch reference of `deeppot.kernels.embedding.embed_all` (one fused Triton kernel each way);
     a compressed descriptor reads its tables instead (`deeppot.model.tabulate`). layout: a trimmed list's
-    (`deeppot.model.slots`).
+    (`deeppot.model.slots`). nlist: unused here (every slot is embedded); the fused kernels skip padding with it.
     """
     starts = [0, *accumulate(list_sel(d.sel, layout))]
     g_parts, dg_parts = [], []
@@ -251,7 +252,7 @@ def energy_and_pair_grad(model, rij: Tensor, nlist: Tensor, center_type: Tensor,
     """
     d = model.descriptor
     rows = env_rows(d, rij, nlist, center_type, neighbor_type, layout)
-    g, dg = model.embed_fn(d, rows.rr, center_type, layout)
+    g, dg = model.embed_fn(d, rows.rr, center_type, layout, nlist)
     t_mat = torch.einsum("fnjc,fnjm->fncm", weighted_rows(rows.rr, layout), g) / sum(d.sel)
     desc = descriptor_from_t(t_mat, d.axis_neuron)
     energy, d_desc = model.fit_fn(model.fitting, desc.to(model.fitting.dtype), center_type)

@@ -6,6 +6,9 @@ A padded slot lies beyond rcut: its row is R_pad = -davg/dstd of its slot, its s
 it adds R_pad^T G(s_pad) to nnei * T and nothing to the forces. Training frames are known ahead, so the trainer keeps
 per block only the data's most neighbours, `widths[b]`, and one padded slot that stands in for the sel[b] -
 widths[b] slots dropped from the block: it is embedded like any other slot and its row is weighted by that number.
+It comes first in its block, the neighbours after it, so every atom's padding row sits at a known slot: the fused
+training kernels (`deeppot.kernels.embedding`) copy its G into the chunks that hold only padding instead of
+recomputing them.
 Exact where the dropped slots share one padding row, as in every model whose statistics deeppot or DeePMD-kit
 computed (davg/dstd per centre type, the same for all slots); `per_type_padding` checks it. The result and the
 weights' gradients equal the full list's (tests/model/test_slots.py) for fewer slots: water 112 for 138, a float64
@@ -34,7 +37,7 @@ __all__ = ["SlotLayout", "list_sel", "per_type_padding", "slot_layout", "slot_st
 class SlotLayout(NamedTuple):
     """Where a trimmed list's slots sit in the sel layout.
 
-    sel: the list's slots per neighbour type (widths, plus the stand-in where slots were dropped); index (nslots,)
+    sel: the list's slots per neighbour type (the stand-in, where slots were dropped, then widths); index (nslots,)
     each slot's position in the sel layout (to read davg/dstd); weight (nslots, 1) int64: 1, or for a stand-in the
     number of slots it stands for. Tensors, so that a compiled or graph-captured step reads them as inputs.
     """
@@ -68,9 +71,9 @@ def slot_layout(sel: list[int], widths: tuple[int, ...], device: torch.device) -
     starts = [0, *accumulate(sel)]
     index, weight, kept = [], [], []
     for b, (w, s) in enumerate(zip(widths, sel, strict=True)):
-        stand_in = int(w < s)
-        index += range(starts[b], starts[b] + w + stand_in)
-        weight += [1] * w + [s - w] * stand_in
+        stand_in = int(w < s)  # first in its block: the fused kernels take its row for the block's padding
+        index += [starts[b] + w] * stand_in + list(range(starts[b], starts[b] + w))
+        weight += [s - w] * stand_in + [1] * w
         kept.append(w + stand_in)
     return SlotLayout(tuple(kept), torch.tensor(index, device=device),
                       torch.tensor(weight, device=device)[:, None])

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import make_model, pairs_of
+from helpers import make_model, padding_chunks, pairs_of, trimmed_pairs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
 from test_trainer import small_system, tiny_input
 
 from deeppot.config.input import normalize_input
+from deeppot.kernels import embedding
 from deeppot.train.adam import FusedAdam
 from deeppot.train.kernel_choice import force_training_pass
 from deeppot.train.trainer import RunOptions, Trainer
@@ -23,10 +24,13 @@ from deeppot.train.trainer import RunOptions, Trainer
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
 
-@pytest.mark.parametrize("fused", [False, True])
-def test_compiled_forces_and_gradients(fused):
-    model = make_model(resnet_dt=False, neuron=[8, 16, 32]).cuda()
-    pairs = pairs_of(model, nframes=2).to("cuda")
+@pytest.mark.parametrize(("fused", "trimmed"), [(False, False), (True, False), (True, True)])
+def test_compiled_forces_and_gradients(fused, trimmed):
+    model = make_model(resnet_dt=False, neuron=[8, 16, 32], sel=(24, 40)).cuda()
+    pairs = pairs_of(model, nframes=2, seed=3).to("cuda")
+    if trimmed:  # the fused kernels skip chunks of padding only
+        pairs = trimmed_pairs(model, pairs)
+        assert padding_chunks(pairs, embedding.BLOCK_J) > 0
     if fused:
         assert model.use_fused_kernels(torch.device("cuda"))
     reference = force_training_pass(model, pairs)()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
-from helpers import make_model, pairs_of, training_gradients, trimmed_pairs
+from helpers import make_model, padding_chunks, pairs_of, training_gradients, trimmed_pairs
 
 from deeppot.model import analytic
 from deeppot.model.env_mat import env_mat_raw, normalize_env_mat
@@ -103,6 +105,27 @@ def test_trimmed_lists_through_the_kernels():
         torch.testing.assert_close(got[key], ref[key], rtol=1e-11, atol=1e-12)
     for g, want in zip(grads, ref_grads, strict=True):
         torch.testing.assert_close(g, want, rtol=1e-9, atol=1e-11)
+
+
+def test_padding_chunks_take_the_stand_ins_values():
+    """On trimmed lists the kernels copy the stand-in's G into chunks of padding only and add their gradients to
+    its row: the same values and weight gradients as embedding every slot, for any upstream gradients (padding
+    slots' included)."""
+    model, _, _ = model_and_rr(type_one_side=False, neuron=(6, 12, 24), sel=(24, 40))
+    d = model.descriptor
+    pairs = trimmed_pairs(model, pairs_of(model, seed=3).to(DEVICE))
+    assert padding_chunks(pairs, embedding.BLOCK_J) > 0
+    rr = analytic.env_rows(d, *pairs.tensors(), pairs.layout).rr
+    torch.manual_seed(0)
+    up = torch.randn(2, *rr.shape[:3], d.nets.neuron[-1], dtype=rr.dtype, device=DEVICE)
+    results = []
+    for fn in (functools.partial(embedding.embed_all, nlist=pairs.nlist_loc), analytic.embed_all):
+        g, dg = fn(d, rr, pairs.center_type, pairs.layout)
+        loss = (g * up[0]).sum() + (dg * up[1]).sum()
+        results.append((g, dg, torch.autograd.grad(loss, list(d.nets.parameters()))))
+    for got, want in zip(*results, strict=True):
+        for x, y in zip(got, want, strict=True):
+            torch.testing.assert_close(x, y, **TOL[torch.float64])
 
 
 def test_refuses_positions_that_need_gradients():

@@ -46,8 +46,8 @@ def test_the_stand_in_counts():
 def test_layout():
     layout = slot_layout([4, 6, 3], (2, 6, 1), torch.device("cpu"))
     assert layout.sel == (3, 6, 2)
-    assert layout.index.tolist() == [0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11]
-    assert layout.weight[:, 0].tolist() == [1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 2]
+    assert layout.index.tolist() == [2, 0, 1, 4, 5, 6, 7, 8, 9, 11, 10]  # a stand-in first in its block
+    assert layout.weight[:, 0].tolist() == [2, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1]
     with pytest.raises(ValueError, match="do not fit sel"):
         slot_layout([4, 8], (5, 8), torch.device("cpu"))
 
