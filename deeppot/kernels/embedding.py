@@ -318,9 +318,8 @@ if triton is not None:
                 rows = j0 + tl.arange(0, BLOCK)
                 live = rows < length
                 slot = atom * nnei + start + rows
-                if _padding_only(nlist_ptr, atom, start, nnei, j0, slot, live, SKIP_PADDING):
-                    pass  # its gradients went to row 0
-                else:
+                # a chunk of padding only is skipped: its gradients went to row 0 (`_padding_gradients`)
+                if not _padding_only(nlist_ptr, atom, start, nnei, j0, slot, live, SKIP_PADDING):
                     _bwd_chunk(rr_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, gg_ptr, gdg_ptr, base1,
                                extra_ptr, k, rows, live, slot, N1, N2, N3, L1, L2, L3, SKIP2, SKIP3, PRECISION,
                                SKIP_PADDING)
