@@ -8,6 +8,7 @@ concatenated, so a batch of any of them is a gather from one set of tensors (wha
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,11 +50,13 @@ class FrameStore:
         self.layout = None if widths is None else slot_layout(sel, widths, device)
         self.offsets = np.cumsum([0] + [s.nframes for s in systems])
         nf, nloc, nnei = int(self.offsets[-1]), systems[0].natoms, sum(sel if widths is None else self.layout.sel)
-        cat = lambda key: torch.as_tensor(np.concatenate([s.labels[key] for s in systems]), device=device)  # noqa: E731
-        self.labels = {k: cat(k) for k in LABEL_KEYS}
-        # find flags per frame, so systems with and without a label can share the store
-        self.find = {k: torch.as_tensor(np.concatenate([np.full(s.nframes, float(s.find[k])) for s in systems]),
-                                        device=device) for k in LABEL_KEYS}
+        # every label of a frame in one row, and its find flags in another (per frame, so systems with and without
+        # a label share the store): a batch is two gathers, not one per label (each a kernel of a graphed step)
+        self.label_shapes = [(k, systems[0].labels[k].shape[1:]) for k in LABEL_KEYS]
+        rows = [np.concatenate([s.labels[k].reshape(s.nframes, -1) for k in LABEL_KEYS], axis=1) for s in systems]
+        self.labels = torch.as_tensor(np.concatenate(rows), dtype=torch.float64, device=device)
+        flags = [np.repeat([[float(s.find[k]) for k in LABEL_KEYS]], s.nframes, axis=0) for s in systems]
+        self.find = torch.as_tensor(np.concatenate(flags), dtype=torch.float64, device=device)
         self.atype = torch.as_tensor(systems[0].atype, device=device)
         self.groups = type_groups(self.atype, len(sel))
         self.rij = torch.zeros(nf, nloc, nnei, 3, dtype=torch.float64, device=device)
@@ -114,9 +117,14 @@ class FrameStore:
         center_type = self.atype[None].expand(index.shape[0], -1)
         pairs = PairData(self.rij[index], self.nlist_loc[index], center_type, self.neighbor_type[index], self.groups,
                          self.layout)
-        labels = {k: v[index] for k, v in self.labels.items()}
-        # one system per batch: the first frame's flags (a 1-element gather; indexing with a 0-d tensor would sync)
-        find = {k: v[index[:1]].reshape(()) for k, v in self.find.items()}
+        rows, labels, at = self.labels[index], {}, 0
+        for key, shape in self.label_shapes:  # views of the gathered rows
+            size = math.prod(shape)
+            labels[key] = rows[:, at:at + size].reshape(-1, *shape)
+            at += size
+        # one system per batch: the first frame's flags (a 1-row gather; indexing with a 0-d tensor would sync)
+        flags = self.find[index[:1]][0]
+        find = {k: flags[i] for i, k in enumerate(LABEL_KEYS)}
         return Batch(pairs, labels, find, self.natoms)
 
 

@@ -216,3 +216,18 @@ def test_store_refuses_to_drop_a_neighbour(systems):
     store = FrameStore(system, 4.0, [16, 32], torch.device("cpu"), widths=(2, 32))
     with pytest.raises(ValueError, match=r"train: frame \d+ has more neighbours than the lists' widths \[2, 32\]"):
         store.build_all()
+
+
+def test_store_gathers_each_frames_labels_and_flags(tmp_path):
+    """Two systems in one store, one with virial labels: a batch holds its frames' labels in their shapes and the
+    flags of its system (labels and flags are packed per frame and gathered at once)."""
+    paths = [small_system(tmp_path, "plain", nframes=3), small_system(tmp_path, "virial", nframes=4, virial=True)]
+    systems = load_systems(paths, ["O", "H"])
+    store = FrameStore(systems, 4.0, [16, 32], torch.device("cpu"))
+    for frames, system, local in (([1, 0], systems[0], [1, 0]), ([5, 3, 6], systems[1], [2, 0, 3])):
+        batch = store.gather(torch.tensor(frames))
+        for key, value in batch.labels.items():
+            assert torch.equal(value, torch.as_tensor(system.labels[key][local])), key
+        assert {k: float(v) for k, v in batch.find.items()} == {k: float(system.find[k]) for k in batch.find}
+    assert float(store.gather(torch.tensor([4])).find["virial"]) == 1.0
+    assert float(store.gather(torch.tensor([2])).find["virial"]) == 0.0
