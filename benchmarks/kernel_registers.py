@@ -40,15 +40,16 @@ def signature(kernel, meta: dict, pointer: str) -> dict[str, str]:
     return types
 
 
-def ptxas_report(kernel, neuron: list[int], sel: list[int], precision: str, skip: bool) -> str:
+def ptxas_report(kernel, neuron: list[int], sel: list[int], precision: str, skip: bool,
+                 block: int = embedding.BLOCK_J, warps: int = embedding.NUM_WARPS) -> str:
     n1, n2, n3 = neuron
     shapes = [(1, n1), (1, n1), (n1, n2), (1, n2), (n2, n3), (1, n3)]
     params = [torch.zeros(1, *s) for s in shapes]
     meta = dict(embedding.net_meta(params, sel, "ieee" if precision == "float64" else "tf32x3"),
-                BLOCK=embedding.BLOCK_J, SKIP_PADDING=skip)
+                BLOCK=block, SKIP_PADDING=skip)
     pointer = "*fp64" if precision == "float64" else "*fp32"
     source = ASTSource(kernel, signature(kernel, meta, pointer), constexprs=meta)
-    compiled = triton.compile(source, target=TARGET, options={"num_warps": embedding.NUM_WARPS})
+    compiled = triton.compile(source, target=TARGET, options={"num_warps": warps})
     ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
     with tempfile.NamedTemporaryFile("w", suffix=".ptx") as ptx:
         ptx.write(compiled.asm["ptx"])
@@ -64,12 +65,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--neuron", type=int, nargs=3, default=[25, 50, 100])
     parser.add_argument("--sel", type=int, nargs="+", default=[61, 58, 72], help="the list's slots per block")
+    parser.add_argument("--tile", nargs="+", default=[f"{embedding.BLOCK_J}x{embedding.NUM_WARPS}"],
+                        help="BLOCKxWARPS of the kernels, e.g. 16x8 16x4")
+    parser.add_argument("--precisions", nargs="+", default=["float32", "float64"])
     args = parser.parse_args()
-    for kernel in (embedding._embed_fwd_kernel, embedding._embed_bwd_kernel):
-        for precision in ("float32", "float64"):
-            for skip in (False, True):
-                report = ptxas_report(kernel, args.neuron, args.sel, precision, skip)
-                print(f"{kernel.fn.__name__} {precision} skip_padding={skip}: {report}")
+    for tile in args.tile:
+        block, warps = map(int, tile.split("x"))
+        for kernel in (embedding._embed_fwd_kernel, embedding._embed_bwd_kernel):
+            for precision in args.precisions:
+                for skip in (False, True):
+                    report = ptxas_report(kernel, args.neuron, args.sel, precision, skip, block, warps)
+                    print(f"{tile} {kernel.fn.__name__} {precision} skip_padding={skip}: {report}")
 
 
 if __name__ == "__main__":

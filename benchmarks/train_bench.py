@@ -116,7 +116,7 @@ def run_case(args: argparse.Namespace) -> dict:
     if args.profile:
         from deeppot.train.profile import profile_training
 
-        print(profile_training(trainer, trace=workdir / "timeline.json"), flush=True)
+        print(profile_training(trainer, trace=workdir / "timeline.json", top=30), flush=True)
         return {"case": args.case, "profiled": True}
     starts, first_step_done, loop_wall = timed_run(trainer)
     ms = median_step_ms(starts, config["training"], steps)

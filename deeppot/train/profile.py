@@ -20,7 +20,8 @@ HOST_CATEGORIES = {
 }
 
 
-def profile_training(trainer, warmup: int = 10, active: int = 5, trace: str | Path = "timeline.json") -> str:
+def profile_training(trainer, warmup: int = 10, active: int = 5, trace: str | Path = "timeline.json",
+                     top: int = 15) -> str:
     """Run warmup + active training steps (the active ones profiled); write a Chrome trace; return the summary."""
     cuda = trainer.opt.device.type == "cuda"
     for step in range(warmup):
@@ -34,7 +35,7 @@ def profile_training(trainer, warmup: int = 10, active: int = 5, trace: str | Pa
         _sync(cuda)
     wall = (time.perf_counter() - t0) / active
     prof.export_chrome_trace(str(trace))
-    return summarize(prof, wall, active, cuda, str(trace))
+    return summarize(prof, wall, active, cuda, str(trace), top)
 
 
 def _sync(cuda: bool) -> None:
@@ -42,7 +43,7 @@ def _sync(cuda: bool) -> None:
         torch.cuda.synchronize()
 
 
-def summarize(prof, wall_per_step: float, steps: int, cuda: bool, trace: str) -> str:
+def summarize(prof, wall_per_step: float, steps: int, cuda: bool, trace: str, top: int = 15) -> str:
     events = prof.key_averages()
     lines = [f"profile of {steps} steps: {wall_per_step * 1e3:.3f} ms/step wall; trace written to {trace}"]
     if cuda:
@@ -53,7 +54,7 @@ def summarize(prof, wall_per_step: float, steps: int, cuda: bool, trace: str) ->
         lines.append(f"device busy {busy:.3f} ms/step ({100 * busy / (wall_per_step * 1e3):.0f}% of the wall time) "
                      f"in {launched:.0f} kernels a step")
         lines.append(f"{'kernel':<70} {'ms/step':>8} {'calls/step':>10}")
-        for e in kernels[:15]:
+        for e in kernels[:top]:
             lines.append(f"{e.key[:70]:<70} {e.device_time_total / steps / 1e3:8.3f} {e.count / steps:10.1f}")
     host = {name: sum(e.cpu_time_total for e in events if e.key in keys) / steps / 1e3
             for name, keys in HOST_CATEGORIES.items()}
