@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from deeppot.train import adam
 from deeppot.train.adam import FusedAdam
 
 
@@ -29,7 +30,10 @@ def _run(opt, params, steps: range, lr_tensor: torch.Tensor | None = None) -> No
 
 @pytest.mark.parametrize(("decoupled", "weight_decay", "tensor_lr"), [(False, 0.0, False), (False, 0.01, True),
                                                                       (True, 0.01, False)])
-def test_same_updates_as_torch_fused_adam(decoupled, weight_decay, tensor_lr):
+@pytest.mark.parametrize("piece", [adam.PIECE, 4])
+def test_same_updates_as_torch_fused_adam(decoupled, weight_decay, tensor_lr, piece, monkeypatch):
+    """piece 4: every parameter above 4 elements is updated as views of 4 (the last shorter), as large ones are."""
+    monkeypatch.setattr(adam, "PIECE", piece)
     ours, theirs = _params(0), _params(0)
     lr_ours = torch.tensor(1e-2) if tensor_lr else 1e-2
     lr_theirs = torch.tensor(1e-2) if tensor_lr else 1e-2
