@@ -39,7 +39,8 @@ class FrameStore:
     """Frames of all systems with one atype vector, concatenated on the device.
 
     Pair geometry is built lazily (on first use of a frame) or all at once with `build_all`.
-    Per frame: rij (nloc, nnei, 3) float64, nlist_loc and neighbor_type (nloc, nnei), labels, find flags.
+    Per frame, packed in one row (`field`): rij (nloc, nnei, 3) float64, nlist_loc and neighbor_type (nloc, nnei),
+    labels, find flags.
     widths: keep that many slots per type of each sel-wide list and a stand-in for the rest (`deeppot.model.slots`);
     the rest must be padding in every frame (the run's neighbour statistics say so), which each build checks.
     """
@@ -50,19 +51,40 @@ class FrameStore:
         self.layout = None if widths is None else slot_layout(sel, widths, device)
         self.offsets = np.cumsum([0] + [s.nframes for s in systems])
         nf, nloc, nnei = int(self.offsets[-1]), systems[0].natoms, sum(sel if widths is None else self.layout.sel)
-        # every label of a frame in one row, and its find flags in another (per frame, so systems with and without
-        # a label share the store): a batch is two gathers, not one per label (each a kernel of a graphed step)
         self.label_shapes = [(k, systems[0].labels[k].shape[1:]) for k in LABEL_KEYS]
-        rows = [np.concatenate([s.labels[k].reshape(s.nframes, -1) for k in LABEL_KEYS], axis=1) for s in systems]
-        self.labels = torch.as_tensor(np.concatenate(rows), dtype=torch.float64, device=device)
+        nlabels = sum(math.prod(shape) for _, shape in self.label_shapes)
+        # everything of a frame in one row of 8-byte words, so that a batch is one gather (each gather is a kernel
+        # of a graphed step; five of them were ~4 us each): (name, dtype, shape per frame, first word)
+        fields = [("rij", torch.float64, (nloc, nnei, 3)), ("nlist_loc", torch.long, (nloc, nnei)),
+                  ("neighbor_type", torch.long, (nloc, nnei)), ("labels", torch.float64, (nlabels,)),
+                  ("find", torch.float64, (len(LABEL_KEYS),))]  # find: per frame, as systems in a store may differ
+        starts = np.cumsum([0] + [math.prod(shape) for _, _, shape in fields])
+        self.fields = {name: (dtype, shape, int(start)) for (name, dtype, shape), start in
+                       zip(fields, starts[:-1], strict=True)}
+        self.rows = torch.zeros(nf, int(starts[-1]), dtype=torch.long, device=device)
+        self.field(self.rows, "nlist_loc").fill_(-1)
+        self.field(self.rows, "neighbor_type").fill_(-1)
+        labels = [np.concatenate([s.labels[k].reshape(s.nframes, -1) for k in LABEL_KEYS], axis=1) for s in systems]
+        self._put(slice(None), "labels", torch.as_tensor(np.concatenate(labels), dtype=torch.float64))
         flags = [np.repeat([[float(s.find[k]) for k in LABEL_KEYS]], s.nframes, axis=0) for s in systems]
-        self.find = torch.as_tensor(np.concatenate(flags), dtype=torch.float64, device=device)
+        self._put(slice(None), "find", torch.as_tensor(np.concatenate(flags), dtype=torch.float64))
         self.atype = torch.as_tensor(systems[0].atype, device=device)
         self.groups = type_groups(self.atype, len(sel))
-        self.rij = torch.zeros(nf, nloc, nnei, 3, dtype=torch.float64, device=device)
-        self.nlist_loc = torch.full((nf, nloc, nnei), -1, dtype=torch.long, device=device)
-        self.neighbor_type = torch.full((nf, nloc, nnei), -1, dtype=torch.long, device=device)
         self.built = np.zeros(nf, dtype=bool)  # host-side bookkeeping: no device sync to check it
+
+    def field(self, rows: Tensor, name: str) -> Tensor:
+        """A view of field `name` of the frames in `rows` (gathered or all), in its dtype and shape."""
+        dtype, shape, start = self.fields[name]
+        return rows[:, start:start + math.prod(shape)].view(dtype).reshape(-1, *shape)
+
+    def _put(self, index, name: str, values: Tensor) -> None:
+        dtype, shape, start = self.fields[name]
+        flat = values.to(self.device, dtype).reshape(values.shape[0], -1).view(torch.long)
+        self.rows[index, start:start + math.prod(shape)] = flat
+
+    @property
+    def rij(self) -> Tensor:
+        return self.field(self.rows, "rij")
 
     @property
     def natoms(self) -> int:
@@ -89,9 +111,8 @@ class FrameStore:
         pairs = self._trimmed(PairData.from_neighbors(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, self.rcut),
                               frames)
         index = torch.as_tensor(frames, device=self.device)
-        self.rij[index] = pairs.rij
-        self.nlist_loc[index] = pairs.nlist_loc
-        self.neighbor_type[index] = pairs.neighbor_type
+        for name in ("rij", "nlist_loc", "neighbor_type"):
+            self._put(index, name, getattr(pairs, name))
         self.built[frames] = True
 
     def _trimmed(self, pairs: PairData, frames: np.ndarray) -> PairData:
@@ -114,16 +135,16 @@ class FrameStore:
 
     def gather(self, index: Tensor) -> Batch:
         """The batch of (global) frames `index` (1-D long tensor on the device); no host sync."""
+        rows = self.rows[index]
         center_type = self.atype[None].expand(index.shape[0], -1)
-        pairs = PairData(self.rij[index], self.nlist_loc[index], center_type, self.neighbor_type[index], self.groups,
-                         self.layout)
-        rows, labels, at = self.labels[index], {}, 0
+        pairs = PairData(self.field(rows, "rij"), self.field(rows, "nlist_loc"), center_type,
+                         self.field(rows, "neighbor_type"), self.groups, self.layout)
+        packed, labels, at = self.field(rows, "labels"), {}, 0
         for key, shape in self.label_shapes:  # views of the gathered rows
             size = math.prod(shape)
-            labels[key] = rows[:, at:at + size].reshape(-1, *shape)
+            labels[key] = packed[:, at:at + size].reshape(-1, *shape)
             at += size
-        # one system per batch: the first frame's flags (a 1-row gather; indexing with a 0-d tensor would sync)
-        flags = self.find[index[:1]][0]
+        flags = self.field(rows, "find")[0]  # one system per batch: the first frame's
         find = {k: flags[i] for i, k in enumerate(LABEL_KEYS)}
         return Batch(pairs, labels, find, self.natoms)
 

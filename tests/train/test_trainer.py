@@ -13,6 +13,8 @@ from helpers import EXAMPLE_DATA
 
 from deeppot.config.input import normalize_input
 from deeppot.data import load_systems
+from deeppot.model import PairData
+from deeppot.nlist import build_neighbor_data
 from deeppot.train.data import FrameStore
 from deeppot.train.lcurve import read_lcurve
 from deeppot.train.trainer import RunOptions, Trainer, TrainingError
@@ -219,13 +221,21 @@ def test_store_refuses_to_drop_a_neighbour(systems):
 
 
 def test_store_gathers_each_frames_labels_and_flags(tmp_path):
-    """Two systems in one store, one with virial labels: a batch holds its frames' labels in their shapes and the
-    flags of its system (labels and flags are packed per frame and gathered at once)."""
+    """Two systems in one store, one with virial labels: a batch holds its frames' pair data (as the neighbour
+    builder gives it for those frames), labels in their shapes and the flags of its system (everything is packed
+    in one row per frame and gathered at once)."""
     paths = [small_system(tmp_path, "plain", nframes=3), small_system(tmp_path, "virial", nframes=4, virial=True)]
     systems = load_systems(paths, ["O", "H"])
     store = FrameStore(systems, 4.0, [16, 32], torch.device("cpu"))
+    store.build_all()
     for frames, system, local in (([1, 0], systems[0], [1, 0]), ([5, 3, 6], systems[1], [2, 0, 3])):
         batch = store.gather(torch.tensor(frames))
+        atype = torch.as_tensor(system.atype)[None].expand(len(local), -1)
+        nd = build_neighbor_data(torch.as_tensor(system.coord[local]), atype, torch.as_tensor(system.box[local]),
+                                 4.0, [16, 32])
+        built = PairData.from_neighbors(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, 4.0)
+        for name in ("rij", "nlist_loc", "neighbor_type"):
+            assert torch.equal(getattr(batch.pairs, name), getattr(built, name)), name
         for key, value in batch.labels.items():
             assert torch.equal(value, torch.as_tensor(system.labels[key][local])), key
         assert {k: float(v) for k, v in batch.find.items()} == {k: float(system.find[k]) for k in batch.find}
