@@ -5,9 +5,10 @@ time is launch overhead, not arithmetic. Capturing forward, forces (autograd wit
 gradient clipping and the fused Adam update into one CUDA graph turns them into a single launch per step.
 
 One graph per (frame store, batch size): the graph gathers its batch from the store with a device index tensor
-that the host refreshes before each replay, and reads the learning rate from a device scalar, so the host never
-waits for the device. Graphs share one memory pool; they are replayed one at a time and each one's outputs
-(the metrics) are read before the next replay, which is what makes sharing safe.
+and reads the learning rate from device scalars, all in one buffer (`StepInputs`) that the host refreshes with one
+copy before each replay, so the host never waits for the device. Graphs share one memory pool; they are replayed
+one at a time and each one's outputs (the metrics) are read before the next replay, which is what makes sharing
+safe.
 """
 
 from __future__ import annotations
@@ -22,6 +23,33 @@ from torch import Tensor
 log = logging.getLogger(__name__)
 
 WARMUP_ITERS = 3  # eager iterations on a side stream before capture (lets autograd and cuBLAS set themselves up)
+
+
+class StepInputs:
+    """What the host hands a replayed graph, in one device buffer of 8-byte words: the batch's frame indices
+    (`index(n)`), the learning rate as the loss reads it (`lr`, float64) and as fused Adam does (`adam_lr`, float32,
+    times the workers' scale). One host-to-device copy a step sets them all (a copy and two fills were three
+    operations between replays, ~5 us of a step)."""
+
+    def __init__(self, capacity: int, lr: float, lr_scale: float, device: torch.device) -> None:
+        self.capacity, self.lr_scale = capacity, lr_scale
+        self.host = np.zeros(capacity + 2, dtype=np.int64)
+        self.words = torch.zeros(capacity + 2, dtype=torch.long, device=device)
+        self.lr = self.words[capacity:capacity + 1].view(torch.float64)[0]
+        self.adam_lr = self.words[capacity + 1:capacity + 2].view(torch.float32)[0]
+        self.stage(np.zeros(0, dtype=np.int64), lr)
+
+    def index(self, n: int) -> Tensor:
+        return self.words[:n]
+
+    def stage(self, frames: np.ndarray, lr: float) -> None:
+        if len(frames) > self.capacity:
+            raise ValueError(f"a batch of {len(frames)} frames; the step's inputs hold {self.capacity}")
+        self.host[:len(frames)] = frames
+        self.host[self.capacity:].view(np.float64)[0] = lr
+        self.host[self.capacity + 1:].view(np.float32)[0] = lr * self.lr_scale
+        # pageable host -> device copy that does not wait for the device (the data is staged at once)
+        self.words.copy_(torch.from_numpy(self.host), non_blocking=True)
 
 
 @dataclass
@@ -46,14 +74,9 @@ class _Replayer:
         captured = self.graphs.get((store_id, len(frames)))
         if captured is None:
             captured = self._capture(store_id, frames)
-        # pageable host -> device copy without waiting for the device (the data is staged at once)
-        captured.index.copy_(torch.from_numpy(frames), non_blocking=True)
-        self._set_lr(lr)
+        self.tr.step_inputs.stage(frames, lr)
         captured.graph.replay()
         return captured.metrics, self.sampler.stores[store_id].natoms
-
-    def _set_lr(self, lr: float) -> None:
-        self.tr.lr_tensor.fill_(lr)  # the loss prefactors' learning rate
 
     def _before_run(self) -> None:
         """Called before each warm-up iteration and before the capture."""
@@ -62,7 +85,8 @@ class _Replayer:
         raise NotImplementedError
 
     def _capture(self, store_id: int, frames: np.ndarray) -> _Captured:
-        index = torch.as_tensor(frames, device=self.tr.opt.device)
+        self.tr.step_inputs.stage(frames, self.tr.lr.start_lr)
+        index = self.tr.step_inputs.index(len(frames))
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -93,6 +117,11 @@ def batch_shapes(sampler) -> list[tuple[int, np.ndarray]]:
     return [(store_id, shapes[(store_id, size)]) for store_id, size in sorted(shapes)]
 
 
+def batch_capacity(*samplers) -> int:
+    """The most frames of any batch the samplers (None: none) can draw."""
+    return max(len(frames) for s in samplers if s is not None for _, frames in batch_shapes(s))
+
+
 class GraphedStep(_Replayer):
     """Callable like `Trainer.step`: runs one optimisation step by replaying a captured graph."""
 
@@ -103,10 +132,6 @@ class GraphedStep(_Replayer):
 
     def __call__(self, step: int) -> dict[str, Tensor]:
         return self.replay(self.tr.lr.value(step))[0]
-
-    def _set_lr(self, lr: float) -> None:
-        super()._set_lr(lr)
-        self.tr.adam_lr.fill_(lr * self.tr.lr_scale)  # fused Adam's own (float32) rate, scale_by_worker applied
 
     def capture_all(self) -> None:
         """Capture the graph of every (store, batch size) the sampler can draw, now, in one order on all ranks.

@@ -42,6 +42,7 @@ from deeppot.train.force_path import (
     distinct_shapes,
     wants_compile,
 )
+from deeppot.train.graph_step import StepInputs, batch_capacity
 from deeppot.train.lcurve import LcurveWriter, format_eta, format_log_line
 from deeppot.train.loss import EnergyLoss
 from deeppot.train.lr import build_lr
@@ -122,11 +123,12 @@ class Trainer:
         if use_graph and self.grad_accum_steps > 1:
             raise TrainingError("training.grad_accum_steps > 1 runs on the eager step only: add --no-cuda-graph "
                                 "(the captured step holds one batch), or use a larger batch_size")
-        # graphs read the learning rate from a device scalar (no host sync, no re-capture when it changes)
-        self.lr_tensor = torch.tensor(self.lr.start_lr, dtype=torch.float64, device=options.device) \
-            if use_graph else None
-        # fused Adam reads a tensor learning rate as float32; the loss keeps the float64 one
-        self.adam_lr = self.lr_tensor.float() if use_graph else None
+        # graphs read the frames and the learning rate from device memory (no host sync, no re-capture when the
+        # rate changes): float64 for the loss, float32 for fused Adam
+        self.step_inputs = StepInputs(batch_capacity(self.train_data, self.valid_data), self.lr.start_lr,
+                                      self.lr_scale, options.device) if use_graph else None
+        self.lr_tensor = self.step_inputs.lr if use_graph else None
+        self.adam_lr = self.step_inputs.adam_lr if use_graph else None
         with self.startup.phase("optimizer"):
             self.optimizer = self._optimizer()
         self.start_step = 0
