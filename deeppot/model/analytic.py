@@ -198,18 +198,26 @@ class EnvRows(NamedTuple):
     """The normalised environment matrix of every slot and the geometry its derivative needs.
 
     rr (nf, nloc, nnei, 4) normalised (and exclusion-masked) rows; x (..., 3) pair vectors in the descriptor
-    precision; r, inv = 1/(r + p), w and dw = switch and its derivative, (..., 1); scale = 1/dstd of the centre's
-    type (..., nnei, 4); keep (..., 1) the exclusion mask or None.
+    precision; a, b, c (..., 1) the factors of dE/dr_ij = x (q_0 a + (q_xyz . x) b) + q_xyz c for q = dE/dR~ (see
+    `radial_factors`); scale = 1/dstd of the centre's type (..., nnei, 4); keep (..., 1) the exclusion mask or
+    None.
     """
 
     rr: Tensor
     x: Tensor
-    r: Tensor
-    inv: Tensor
-    w: Tensor
-    dw: Tensor
+    a: Tensor
+    b: Tensor
+    c: Tensor
     scale: Tensor
     keep: Tensor | None
+
+
+def radial_factors(r: Tensor, inv: Tensor, w: Tensor, dw: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """(a, b, c) for R~ = w [1/(r+p), r_ij/(r+p)^2], with inv = 1/(r+p), w the switch and dw = dw/dr:
+    a = d(w inv)/dr / r, b = d(w inv^2)/dr / r, c = w inv^2. Computed with the rows, so that the derivative's
+    pass (differentiated again in training) is a few products instead of the ~20 kernels of the expression."""
+    inv2 = inv * inv
+    return (dw * inv - w * inv2) / r, (dw - 2.0 * w * inv) * inv2 / r, w * inv2
 
 
 def env_rows(d, rij: Tensor, nlist: Tensor, center_type: Tensor, neighbor_type: Tensor,
@@ -229,7 +237,7 @@ def env_rows(d, rij: Tensor, nlist: Tensor, center_type: Tensor, neighbor_type: 
     rr = (raw - davg[center_type]) * scale
     if keep is not None:
         rr = rr * keep
-    return EnvRows(rr, x, r, inv, w, dw, scale, keep)
+    return EnvRows(rr, x, *radial_factors(r, inv, w, dw), scale, keep)
 
 
 def descriptor_from_t(t_mat: Tensor, m2: int) -> Tensor:
@@ -250,6 +258,8 @@ def pair_grad(d, rows: EnvRows, g: Tensor, dg: Tensor, t_bar: Tensor) -> Tensor:
 
     Through R_j directly and through s_j = R_j0 inside G (dg = dG/ds), then the normalisation and the switch.
     """
+    # divided after the products: t_bar / nnei before them made Inductor (torch 2.11, CUDA) compute wrong forces
+    # (run 80, `benchmarks/results/run76/bisect_compiled.py`; eager and the CPU build were right)
     nnei = sum(d.sel)
     r_bar = torch.einsum("fncm,fnjm->fnjc", t_bar, g) / nnei
     s_bar = (torch.einsum("fncm,fnjc->fnjm", t_bar, rows.rr) * dg).sum(-1, keepdim=True) / nnei
@@ -257,11 +267,8 @@ def pair_grad(d, rows: EnvRows, g: Tensor, dg: Tensor, t_bar: Tensor) -> Tensor:
     if rows.keep is not None:
         r_bar = r_bar * rows.keep
     q = r_bar * rows.scale  # dE/dR~ (the un-normalised rows)
-    x, r, inv, w, dw = rows.x, rows.r, rows.inv, rows.w, rows.dw
-    # dE/dr_ij through R~ = w [1/(r+p), r_ij/(r+p)^2]
-    radial = q[..., :1] * (dw * inv - w * inv * inv) + (q[..., 1:] * x).sum(-1, keepdim=True) * (
-        dw * inv * inv - 2.0 * w * inv * inv * inv)
-    return radial * x / r + q[..., 1:] * (w * inv * inv)
+    q0, qv = q[..., :1], q[..., 1:]
+    return rows.x * (q0 * rows.a + (qv * rows.x).sum(-1, keepdim=True) * rows.b) + qv * rows.c
 
 
 def energy_and_pair_grad(model, rij: Tensor, nlist: Tensor, center_type: Tensor, neighbor_type: Tensor,
@@ -271,7 +278,7 @@ def energy_and_pair_grad(model, rij: Tensor, nlist: Tensor, center_type: Tensor,
     layout: a trimmed list's (`deeppot.model.slots`); its stand-in slots count for the padding they stand for.
     """
     d = model.descriptor
-    rows = env_rows(d, rij, nlist, center_type, neighbor_type, layout)
+    rows = model.env_fn(d, rij, nlist, center_type, neighbor_type, layout)
     g, dg = model.embed_fn(d, rows.rr, center_type, layout, nlist)
     t_mat = torch.einsum("fnjc,fnjm->fncm", weighted_rows(rows.rr, layout), g) / sum(d.sel)
     desc = descriptor_from_t(t_mat, d.axis_neuron)

@@ -56,6 +56,7 @@ class EnergyModel(nn.Module):
         self.analytic_forces = True
         self.pair_energy_fn = analytic.energy_and_pair_grad  # a torch.compile'd twin after compile_forces()
         self.embed_fn = analytic.embed_all  # the fused Triton twin after use_fused_kernels()
+        self.env_fn = analytic.env_rows  # the fused Triton twin after use_env_kernel()
         self.fit_fn = analytic.atomic_energy_and_grad  # wrapped by training options (deeppot.train.memory)
 
     @classmethod
@@ -121,6 +122,7 @@ class EnergyModel(nn.Module):
         compiled graphs (Inductor does not trace them), call `use_fused_kernels` first for that."""
         if self.embed_fn is not analytic.embed_all:
             self.embed_fn = torch.compiler.disable(self.embed_fn)
+        self.env_fn = analytic.env_rows  # Inductor fuses it with the rest
         self.pair_energy_fn = torch.compile(analytic.energy_and_pair_grad, dynamic=False)
 
     def use_fused_kernels(self, device: torch.device, tf32: bool = False) -> bool:
@@ -136,6 +138,17 @@ class EnergyModel(nn.Module):
             return False
         precision = "tf32" if tf32 else "tf32x3"  # float64 always runs exact float64 GEMMs
         self.embed_fn = functools.partial(embedding.embed_all, precision=precision)
+        return True
+
+    def use_env_kernel(self, device: torch.device) -> bool:
+        """Swap in the fused Triton environment-matrix kernel (`deeppot.kernels.env_mat`) if Triton runs on
+        `device`; returns whether it did."""
+        from deeppot.kernels import env_mat
+        from deeppot.kernels.embedding import triton_available
+
+        if not triton_available(device):
+            return False
+        self.env_fn = env_mat.env_rows
         return True
 
     def forward_pairs_autograd(self, pairs: PairData, do_atomic_virial: bool = False,

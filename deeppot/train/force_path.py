@@ -80,11 +80,14 @@ def choose_force_path(model, sampler, loss, request: PathOptions, compiled: bool
 
 def pick_embedding(model, sampler, request: PathOptions, compiled: bool, memory: MemoryOptions) -> None:
     """The fused kernels where forced (or needed by --tf32) or where the rule under compile wants them, PyTorch's
-    where forced or where the rule wants it, otherwise the faster of the two by timing."""
+    where forced or where the rule wants it, otherwise the faster of the two by timing. Uncompiled GPU steps take
+    the environment-matrix kernel unless the kernels are turned off."""
     device = sampler.stores[0].device
     check_tf32(model, request, device)
     if device.type != "cuda" or request.fused_kernels is False:
         return
+    if not compiled and model.use_env_kernel(device):  # compiled, Inductor fuses the reference's kernels itself
+        log.info("environment matrix: fused Triton kernel")
     if request.fused_kernels or request.tf32 or memory.bf16 or (compiled and not one_net_per_slot(model.descriptor)):
         use_fused(model, device, request.tf32)
     elif compiled:
