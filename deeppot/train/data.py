@@ -51,12 +51,11 @@ class FrameStore:
         self.layout = None if widths is None else slot_layout(sel, widths, device)
         self.offsets = np.cumsum([0] + [s.nframes for s in systems])
         nf, nloc, nnei = int(self.offsets[-1]), systems[0].natoms, sum(sel if widths is None else self.layout.sel)
-        self.label_shapes = [(k, systems[0].labels[k].shape[1:]) for k in LABEL_KEYS]
-        nlabels = sum(math.prod(shape) for _, shape in self.label_shapes)
         # everything of a frame in one row of 8-byte words, so that a batch is one gather (each gather is a kernel
         # of a graphed step; five of them were ~4 us each): (name, dtype, shape per frame, first word)
         fields = [("rij", torch.float64, (nloc, nnei, 3)), ("nlist_loc", torch.long, (nloc, nnei)),
-                  ("neighbor_type", torch.long, (nloc, nnei)), ("labels", torch.float64, (nlabels,)),
+                  ("neighbor_type", torch.long, (nloc, nnei)),
+                  *((k, torch.float64, systems[0].labels[k].shape[1:]) for k in LABEL_KEYS),
                   ("find", torch.float64, (len(LABEL_KEYS),))]  # find: per frame, as systems in a store may differ
         starts = np.cumsum([0] + [math.prod(shape) for _, _, shape in fields])
         self.fields = {name: (dtype, shape, int(start)) for (name, dtype, shape), start in
@@ -64,10 +63,10 @@ class FrameStore:
         self.rows = torch.zeros(nf, int(starts[-1]), dtype=torch.long, device=device)
         self.field(self.rows, "nlist_loc").fill_(-1)
         self.field(self.rows, "neighbor_type").fill_(-1)
-        labels = [np.concatenate([s.labels[k].reshape(s.nframes, -1) for k in LABEL_KEYS], axis=1) for s in systems]
-        self._put(slice(None), "labels", torch.as_tensor(np.concatenate(labels), dtype=torch.float64))
+        for k in LABEL_KEYS:
+            self._put(slice(None), k, torch.as_tensor(np.concatenate([s.labels[k] for s in systems])))
         flags = [np.repeat([[float(s.find[k]) for k in LABEL_KEYS]], s.nframes, axis=0) for s in systems]
-        self._put(slice(None), "find", torch.as_tensor(np.concatenate(flags), dtype=torch.float64))
+        self._put(slice(None), "find", torch.as_tensor(np.concatenate(flags)))
         self.atype = torch.as_tensor(systems[0].atype, device=device)
         self.groups = type_groups(self.atype, len(sel))
         self.built = np.zeros(nf, dtype=bool)  # host-side bookkeeping: no device sync to check it
@@ -139,11 +138,7 @@ class FrameStore:
         center_type = self.atype[None].expand(index.shape[0], -1)
         pairs = PairData(self.field(rows, "rij"), self.field(rows, "nlist_loc"), center_type,
                          self.field(rows, "neighbor_type"), self.groups, self.layout)
-        packed, labels, at = self.field(rows, "labels"), {}, 0
-        for key, shape in self.label_shapes:  # views of the gathered rows
-            size = math.prod(shape)
-            labels[key] = packed[:, at:at + size].reshape(-1, *shape)
-            at += size
+        labels = {k: self.field(rows, k) for k in LABEL_KEYS}  # views of the gathered rows
         flags = self.field(rows, "find")[0]  # one system per batch: the first frame's
         find = {k: flags[i] for i, k in enumerate(LABEL_KEYS)}
         return Batch(pairs, labels, find, self.natoms)
