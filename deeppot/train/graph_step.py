@@ -150,7 +150,7 @@ class GraphedStep(_Replayer):
     def _body(self, store_id: int, index: Tensor) -> dict[str, Tensor]:
         tr = self.tr
         batch = tr.train_data.stores[store_id].gather(index)
-        loss, metrics = tr.batch_loss(tr.model, tr.loss, batch, tr.lr_tensor, True)
+        loss, metrics = tr.batch_loss(tr.model, tr.loss, batch, tr.step_inputs.lr, True)
         loss.backward()
         # data-parallel: the gradient all-reduce is captured with the rest (NCCL collectives are capturable);
         # capture_all makes every rank record and replay its collectives in the same order
@@ -190,4 +190,4 @@ class GraphedMetrics(_Replayer):
 
     def _body(self, store_id: int, index: Tensor) -> dict[str, Tensor]:
         batch = self.sampler.stores[store_id].gather(index)
-        return self.tr.batch_loss(self.tr.model, self.tr.loss, batch, self.tr.lr_tensor, False)[1]
+        return self.tr.batch_loss(self.tr.model, self.tr.loss, batch, self.tr.step_inputs.lr, False)[1]

@@ -127,8 +127,6 @@ class Trainer:
         # rate changes): float64 for the loss, float32 for fused Adam
         self.step_inputs = StepInputs(batch_capacity(self.train_data, self.valid_data), self.lr.start_lr,
                                       self.lr_scale, options.device) if use_graph else None
-        self.lr_tensor = self.step_inputs.lr if use_graph else None
-        self.adam_lr = self.step_inputs.adam_lr if use_graph else None
         with self.startup.phase("optimizer"):
             self.optimizer = self._optimizer()
         self.start_step = 0
@@ -306,14 +304,14 @@ class Trainer:
         if cls is None:
             raise TrainingError(f"optimizer.type: {o['type']!r} is not supported (use Adam or AdamW)")
         fused = self.opt.device.type == "cuda"
-        lr = self.adam_lr if self.adam_lr is not None else self.lr.start_lr
+        lr = self.step_inputs.adam_lr if self.step_inputs is not None else self.lr.start_lr
         if fused and (self.memory.zero_stage == 0 or self.opt.dist.world_size == 1):
             # torch.optim's fused update without torch.optim, whose first use imports torch._dynamo (seconds)
             return FusedAdam(self.model.parameters(), lr=lr, betas=(o["adam_beta1"], o["adam_beta2"]),
                              weight_decay=o["weight_decay"], decoupled=o["type"] == "AdamW")
         return make_optimizer(cls, self.model.parameters(), self.memory.zero_stage, self.opt.dist.world_size, lr=lr,
                               betas=(o["adam_beta1"], o["adam_beta2"]), weight_decay=o["weight_decay"], fused=fused,
-                              capturable=self.lr_tensor is not None)
+                              capturable=self.step_inputs is not None)
 
     def _restore(self, path: Path) -> None:
         state = self._restart_state
