@@ -24,6 +24,8 @@ BLOCK = 128  # slots a program
 if triton is not None:
     import triton.language as tl
 
+    from deeppot.kernels.env_rows import _switch
+
     @triton.jit
     def _store_column(rr_ptr, scale_ptr, avg_ptr, std_ptr, i, st, c, raw, ok):
         """Column c of the rows, (raw - davg) / dstd, and its 1/dstd (what the derivative multiplies by)."""
@@ -45,9 +47,8 @@ if triton is not None:
         z = tl.load(rij_ptr + 3 * i + 2, mask=ok, other=rcut).to(rr_ptr.dtype.element_ty)
         r = tl.sqrt(x * x + y * y + z * z)
         inv = 1.0 / (r + prot)
-        u = tl.minimum(tl.maximum((r - rcut_smth) / (rcut - rcut_smth), 0.0), 1.0)
-        w = tl.where(live, u * u * u * (-6.0 * u * u + 15.0 * u - 10.0) + 1.0, 0.0)
-        dw = tl.where(live, -30.0 * u * u * (u - 1.0) * (u - 1.0) / (rcut - rcut_smth), 0.0)
+        w, dw = _switch(r, rcut, rcut_smth)
+        w, dw = tl.where(live, w, 0.0), tl.where(live, dw, 0.0)
         inv2 = inv * inv
         tl.store(coef_ptr + 3 * i, (dw * inv - w * inv2) / r, mask=ok)
         tl.store(coef_ptr + 3 * i + 1, (dw - 2.0 * w * inv) * inv2 / r, mask=ok)

@@ -37,6 +37,13 @@ if embedding.triton is not None:
         return (value - avg) * scale
 
     @triton.jit
+    def _switch(r, rcut, rcut_smth):
+        """The quintic switch w(r) and dw/dr (`deeppot.model.env_mat.smooth_switch` and its derivative)."""
+        u = tl.minimum(tl.maximum((r - rcut_smth) / (rcut - rcut_smth), 0.0), 1.0)
+        w = u * u * u * (-6.0 * u * u + 15.0 * u - 10.0) + 1.0
+        return w, -30.0 * u * u * (u - 1.0) * (u - 1.0) / (rcut - rcut_smth)
+
+    @triton.jit
     def _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei, nstat):
         """Normalised environment-matrix rows (s, rx, ry, rz) of BLOCK slots of one centre, with the pair vector,
         1/(r+p), switch w and dw/dr, and the offset st of the slots' statistics.
@@ -50,9 +57,7 @@ if embedding.triton is not None:
         y = tl.load(rij_ptr + at + 1, mask=live, other=rcut)
         z = tl.load(rij_ptr + at + 2, mask=live, other=rcut)
         r = tl.sqrt(x * x + y * y + z * z)
-        u = tl.minimum(tl.maximum((r - rcut_smth) / (rcut - rcut_smth), 0.0), 1.0)
-        w = u * u * u * (-6.0 * u * u + 15.0 * u - 10.0) + 1.0
-        dw = -30.0 * u * u * (u - 1.0) * (u - 1.0) / (rcut - rcut_smth)
+        w, dw = _switch(r, rcut, rcut_smth)
         inv = 1.0 / (r + prot)
         st = (ctype * nnei + slot) * 4
         s = _normalised(w * inv, stat_ptr, st, 0, live, nstat)
