@@ -15,6 +15,9 @@ wholly excluded or not at all: its reach is 0. A tile may still visit it (for it
 excluded pairs beyond rcut (`excluded_as_padding`), so visited ones add R_pad terms, which the tail takes off
 again. Exact when an excluded block's padding follows its neighbours, as in every list deeppot builds and DeePMD's.
 The kernels' dE/dr_ij of a slot they do not visit is zero, as of padding and of excluded pairs.
+
+`add_tail` adds the tail in one Triton kernel where it can (no excluded types); its PyTorch form (an
+embedding_bag, a division and an add: ~1.4 ms at 98,304 water atoms, run 83) is the reference and the fallback.
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from deeppot.kernels import embedding
 from deeppot.model.descriptor import exclusion_mask
 
-__all__ = ["Reach", "add_tail", "excluded_as_padding", "find_reach", "padding_terms", "tile_tops"]
+__all__ = ["Reach", "add_tail", "add_tail_reference", "excluded_as_padding", "find_reach", "padding_terms", "tile_tops"]
 
 
 def padding_terms(d) -> Tensor:
@@ -123,6 +127,14 @@ def add_tail(d, t_mat: Tensor, center_type: Tensor, tops: Tensor, atoms: int, pe
              ) -> Tensor:
     """t_mat (n, 4, M1) from a kernel that walked `tops` (`tile_tops`), plus what the slots it did not visit
     add, minus the R_pad terms of the excluded pairs it visited; in place."""
+    if not d.exclude_types and embedding.triton_available(t_mat.device) and len(t_mat):
+        return _tail_kernel_add(d, t_mat, center_type, tops, atoms, per_type)
+    return add_tail_reference(d, t_mat, center_type, tops, atoms, per_type, last)
+
+
+def add_tail_reference(d, t_mat: Tensor, center_type: Tensor, tops: Tensor, atoms: int, per_type: int,
+                       last: Tensor) -> Tensor:
+    """`add_tail` in PyTorch (any model, any device)."""
     n = t_mat.shape[0]
     idx = torch.arange(n, device=t_mat.device)
     kind = center_type.long() if per_type else torch.zeros_like(idx)
@@ -141,6 +153,39 @@ def add_tail(d, t_mat: Tensor, center_type: Tensor, tops: Tensor, atoms: int, pe
         tail = torch.nn.functional.embedding_bag(torch.cat([base + hi, base + lo, base], 1), flat, mode="sum",
                                                  per_sample_weights=weights)
     return t_mat.add_(tail.view(t_mat.shape) / sum(d.sel))
+
+
+if embedding.triton is not None:
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _tail_kernel(t_ptr, type_ptr, tops_ptr, first_ptr, table_ptr, rows_per_type, nnei,
+                     ATOMS: tl.constexpr, KINDS: tl.constexpr, NB: tl.constexpr, W: tl.constexpr, WP: tl.constexpr):
+        i = tl.program_id(0).to(tl.int64)
+        ctype = tl.load(type_ptr + i).to(tl.int64)
+        kind = ctype if KINDS > 1 else 0
+        col = tl.arange(0, WP)
+        ok = col < W
+        tail = tl.zeros((WP,), dtype=t_ptr.dtype.element_ty)
+        for b in tl.static_range(NB):
+            visited = tl.load(tops_ptr + ((i // ATOMS) * KINDS + kind) * NB + b).to(tl.int64)
+            row = ctype * rows_per_type + tl.load(first_ptr + b) + visited
+            tail += tl.load(table_ptr + row * W + col, mask=ok, other=0.0)
+        t = tl.load(t_ptr + i * W + col, mask=ok)
+        tl.store(t_ptr + i * W + col, t + tail / nnei, mask=ok)
+
+
+def _tail_kernel_add(d, t_mat: Tensor, center_type: Tensor, tops: Tensor, atoms: int, per_type: int) -> Tensor:
+    """`add_tail` of a model without excluded types: one program an atom sums its blocks' rows of the suffix table
+    (the row after the slots its tile visited) and adds them, over nnei, to its T."""
+    table = suffix_table(d)
+    n, width = t_mat.shape[0], table.shape[2]
+    _tail_kernel[(n,)](t_mat, center_type.contiguous(), tops.contiguous(),
+                       _block_layout(tuple(d.sel), t_mat.device)[2], table, table.shape[1], float(sum(d.sel)),
+                       ATOMS=atoms, KINDS=max(per_type, 1), NB=len(d.sel), W=width,
+                       WP=triton.next_power_of_2(width), num_warps=4)
+    return t_mat
 
 
 def excluded_as_padding(d, rij: Tensor, center_type: Tensor, neighbor_type: Tensor) -> Tensor:

@@ -7,7 +7,7 @@ import torch
 from helpers import make_model, random_system
 
 from deeppot.infer.evaluate import FlatNeighbors, reference_pair_stage
-from deeppot.kernels.reach import add_tail, find_reach, padding_terms, suffix_table, tile_tops
+from deeppot.kernels.reach import add_tail, add_tail_reference, find_reach, padding_terms, suffix_table, tile_tops
 from deeppot.model import analytic
 from deeppot.nlist import build_neighbor_data
 
@@ -149,6 +149,11 @@ def test_reach_and_tail_from_the_lists(atoms, per_type):
         assert (top >= count[i].repeat_interleave(24)).all()
     torch.testing.assert_close(tail, torch.stack(expected).view(tail.shape) / sum(d.sel), rtol=1e-12, atol=1e-15)
     assert tail.abs().max() > 1e-3  # davg is not zero: padding adds to T
+    start = torch.randn(tail.shape, dtype=tail.dtype, generator=torch.Generator().manual_seed(5)).to(DEVICE)
+    by_kernel = add_tail(d, start.clone(), center_type, tops, atoms, per_type, reach.last)  # Triton here
+    by_torch = add_tail_reference(d, start.clone(), center_type, tops, atoms, per_type, reach.last)
+    torch.testing.assert_close(by_kernel, by_torch, rtol=1e-14, atol=1e-15)
+    torch.testing.assert_close(by_kernel - start, tail, rtol=1e-12, atol=1e-14)  # added to what T held
 
 
 @pytest.mark.parametrize("case", [0, 2, 4])
