@@ -25,7 +25,7 @@ import functools
 import torch
 from torch import Tensor
 
-from deeppot.kernels import atom_tiles, embedding
+from deeppot.kernels import atom_tiles, descriptor_matrix, embedding
 from deeppot.kernels.env_rows import net_args
 from deeppot.kernels.reach import Reach, add_tail, excluded_as_padding, find_reach, tile_tops
 from deeppot.model import analytic
@@ -205,13 +205,20 @@ def two_kernel_stage(model, rij: Tensor, center_type: Tensor, neighbor_type: Ten
 
 def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool) -> tuple[Tensor, Tensor]:
     """Between the two kernels of a fused stage: atomic energies (n,) float64 and dE/dT (n, 4, M1) from T, the
-    fitting nets on their own type's atoms (per-type index lists: a host sync) or, sync_free, on every atom."""
-    d = model.descriptor
-    # straight to the fitting precision (a float32 model used to round-trip D through float64: same values, 2 copies)
-    desc = analytic.descriptor_from_t(t_mat, d.axis_neuron)[None].to(model.fitting.dtype)
-    groups = None
-    if d.ntypes > 1 and not sync_free:
-        groups = [torch.nonzero(center_type == t).reshape(-1) for t in range(d.ntypes)]
-    energy, d_desc = analytic.atomic_energy_and_grad(model.fitting, desc, center_type[None], groups)
-    n, _, m1 = t_mat.shape
-    return energy[0], analytic.t_bar_from_desc_grad(d_desc[0].to(d.dtype).reshape(n, m1, -1), t_mat)
+    fitting nets on their own type's atoms (per-type index lists: a host sync) or, sync_free, on every atom.
+    D and dE/dT go through `deeppot.kernels.descriptor_matrix`, which reads and writes a type's rows by index."""
+    d, fitting = model.descriptor, model.fitting
+    if d.ntypes == 1 or sync_free:
+        desc = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype)
+        energy, d_desc = analytic.atomic_energy_and_grad(fitting, desc[None], center_type[None])
+        return energy[0], descriptor_matrix.t_bar_from_desc_grad(d_desc[0], t_mat)
+    energy = torch.empty(len(t_mat), dtype=torch.float64, device=t_mat.device)
+    t_bar = torch.empty_like(t_mat)  # every atom has one of the types: each row is written below
+    bias = fitting.bias_atom_e + fitting.out_bias
+    for t in range(d.ntypes):
+        idx = torch.nonzero(center_type == t).reshape(-1)
+        desc = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype, idx)
+        value, d_desc = analytic.fit_with_input_grad(fitting.nets, desc, t)
+        energy[idx] = value[:, 0].to(torch.float64) + bias[t]
+        descriptor_matrix.t_bar_from_desc_grad(d_desc, t_mat, idx, t_bar)
+    return energy, t_bar

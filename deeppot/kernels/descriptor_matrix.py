@@ -1,0 +1,101 @@
+"""The descriptor D = T^T T< of each atom and the way back from dE/dD to dE/dT, one Triton kernel each.
+
+Between the two embedding kernels of an inference stage, D (M1 x m2 numbers an atom, 1,600 for water) is written
+for the fitting nets and dE/dD read back. In PyTorch (`analytic.descriptor_from_t`, `analytic.t_bar_from_desc_grad`)
+these are batched 100 x 4 x 16 GEMMs, a pad and an add (2.8 ms at 98,304 water atoms, run 83), and the fitting
+nets' per-type atoms were gathered from D and scattered back into dE/dD (four more passes over D). Here each
+kernel reads T, writes D or dE/dT once, and takes an optional index: the rows of one type's atoms, so D of a type
+is written contiguously from the whole T and dE/dT goes straight to its atoms' rows.
+Tests: tests/kernels/test_descriptor_matrix.py (GPU, or Triton's interpreter on a CPU).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from deeppot.kernels import embedding
+
+ATOMS = {torch.float32: 4, torch.float64: 2}  # atoms a program, by T's precision (H100, run 84)
+
+if embedding.triton is not None:
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _rows(idx_ptr, n, ATOMS: tl.constexpr, HAS_INDEX: tl.constexpr):
+        """This program's output rows, whether each is real, and the atom (row of T) each one is."""
+        rows = tl.program_id(0).to(tl.int64) * ATOMS + tl.arange(0, ATOMS)
+        real = rows < n
+        atom = tl.load(idx_ptr + rows, mask=real, other=0).to(tl.int64) if HAS_INDEX else rows
+        return rows, real, atom
+
+    @triton.jit
+    def _t_row(t_ptr, atom, real, c, cols, width, M1: tl.constexpr):
+        """Row c of the atoms' T (ATOMS, columns cols < width)."""
+        ok = real[:, None] & (cols < width)[None, :]
+        return tl.load(t_ptr + (atom * 4 + c)[:, None] * M1 + cols[None, :], mask=ok, other=0.0)
+
+    @triton.jit
+    def _descriptor_kernel(t_ptr, idx_ptr, d_ptr, n, M1: tl.constexpr, M2: tl.constexpr, MP: tl.constexpr,
+                           KP: tl.constexpr, ATOMS: tl.constexpr, HAS_INDEX: tl.constexpr):
+        rows, real, atom = _rows(idx_ptr, n, ATOMS, HAS_INDEX)
+        m, k = tl.arange(0, MP), tl.arange(0, KP)
+        acc = tl.zeros((ATOMS, MP, KP), dtype=t_ptr.dtype.element_ty)
+        for c in tl.static_range(4):
+            t_c, lt_c = _t_row(t_ptr, atom, real, c, m, M1, M1), _t_row(t_ptr, atom, real, c, k, M2, M1)
+            acc += t_c[:, :, None] * lt_c[:, None, :]
+        out = d_ptr + rows[:, None, None] * (M1 * M2) + (m[:, None] * M2 + k[None, :])[None, :, :]
+        ok = real[:, None, None] & ((m < M1)[:, None] & (k < M2)[None, :])[None, :, :]
+        tl.store(out, acc.to(d_ptr.dtype.element_ty), mask=ok)
+
+    @triton.jit
+    def _t_bar_kernel(dd_ptr, t_ptr, idx_ptr, out_ptr, n, M1: tl.constexpr, M2: tl.constexpr, MP: tl.constexpr,
+                      KP: tl.constexpr, ATOMS: tl.constexpr, HAS_INDEX: tl.constexpr):
+        rows, real, atom = _rows(idx_ptr, n, ATOMS, HAS_INDEX)
+        m, k = tl.arange(0, MP), tl.arange(0, KP)
+        ok = real[:, None, None] & ((m < M1)[:, None] & (k < M2)[None, :])[None, :, :]
+        dd = tl.load(dd_ptr + rows[:, None, None] * (M1 * M2) + (m[:, None] * M2 + k[None, :])[None, :, :], mask=ok,
+                     other=0.0).to(t_ptr.dtype.element_ty)  # dE/dD (ATOMS, m, k)
+        onehot = (m[:, None] == k[None, :]).to(t_ptr.dtype.element_ty)  # column k of the T< factor is column m = k
+        for c in tl.static_range(4):
+            # dE/dT[c, m] = sum_k dD[m, k] T[c, k]  +  (m < m2) sum_a dD[a, m] T[c, a]
+            through_t = tl.sum(dd * _t_row(t_ptr, atom, real, c, k, M2, M1)[:, None, :], axis=2)
+            through_lt = tl.sum(dd * _t_row(t_ptr, atom, real, c, m, M1, M1)[:, :, None], axis=1)
+            t_bar = through_t + tl.sum(through_lt[:, None, :] * onehot[None, :, :], axis=2)
+            out = out_ptr + (atom * 4 + c)[:, None] * M1 + m[None, :]
+            tl.store(out, t_bar, mask=real[:, None] & (m < M1)[None, :])
+
+
+def _launch(n: int, index: Tensor | None, t_mat: Tensor, m2: int) -> tuple[tuple, Tensor, dict]:
+    m1 = t_mat.shape[-1]
+    idx = index.contiguous() if index is not None else t_mat  # a placeholder pointer, never read
+    atoms = ATOMS.get(t_mat.dtype, 1)
+    meta = dict(M1=m1, M2=m2, MP=triton.next_power_of_2(m1), KP=max(16, triton.next_power_of_2(m2)), ATOMS=atoms,
+                HAS_INDEX=index is not None, num_warps=4)
+    return (triton.cdiv(n, atoms),), idx, meta
+
+
+def descriptor_from_t(t_mat: Tensor, m2: int, dtype: torch.dtype, index: Tensor | None = None) -> Tensor:
+    """D = T^T T< (n, M1 * m2) in `dtype` of the atoms `index` (all when None), from t_mat (natoms, 4, M1):
+    `analytic.descriptor_from_t` (computed in t_mat's precision, rounded once to dtype)."""
+    t_mat = t_mat.contiguous()
+    n = t_mat.shape[0] if index is None else len(index)
+    desc = torch.empty(n, t_mat.shape[-1] * m2, dtype=dtype, device=t_mat.device)
+    if n:
+        grid, idx, meta = _launch(n, index, t_mat, m2)
+        _descriptor_kernel[grid](t_mat, idx, desc, n, **meta)
+    return desc
+
+
+def t_bar_from_desc_grad(d_desc: Tensor, t_mat: Tensor, index: Tensor | None = None, out: Tensor | None = None
+                         ) -> Tensor:
+    """dE/dT (natoms, 4, M1) from dE/dD (n, M1 * m2) of the atoms `index` (all when None): their rows of `out`
+    (a new tensor when None; others untouched) get `analytic.t_bar_from_desc_grad`, in t_mat's precision."""
+    t_mat = t_mat.contiguous()
+    n, m1 = d_desc.shape[0], t_mat.shape[-1]
+    out = torch.empty_like(t_mat) if out is None else out
+    if n:
+        grid, idx, meta = _launch(n, index, t_mat, d_desc.shape[-1] // m1)
+        _t_bar_kernel[grid](d_desc.contiguous(), t_mat, idx, out, n, **meta)
+    return out

@@ -1,0 +1,48 @@
+"""D = T^T T< and dE/dT from dE/dD in Triton against their PyTorch twins in `deeppot.model.analytic`."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from deeppot.model import analytic
+
+matrix = pytest.importorskip("deeppot.kernels.descriptor_matrix")
+if matrix.embedding.triton is None:
+    pytest.skip("triton is not installed", allow_module_level=True)
+
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def random(shape, dtype, seed):
+    return torch.randn(shape, dtype=dtype, generator=torch.Generator().manual_seed(seed)).to(DEVICE)
+
+
+@pytest.mark.parametrize(("dtype", "n", "m1", "m2", "fit_dtype"), [
+    (torch.float64, 7, 16, 4, torch.float64),    # partial last program
+    (torch.float32, 9, 100, 16, torch.float32),  # the water net, padded columns
+    (torch.float64, 5, 12, 5, torch.float32),    # a float32 fitting net on a float64 descriptor
+])
+def test_descriptor_and_t_bar_equal_pytorch(dtype, n, m1, m2, fit_dtype):
+    t_mat = random((n, 4, m1), dtype, 0)
+    tol = dict(rtol=1e-12, atol=1e-12) if fit_dtype == torch.float64 else dict(rtol=2e-6, atol=2e-6)
+    desc = matrix.descriptor_from_t(t_mat, m2, fit_dtype)
+    torch.testing.assert_close(desc, analytic.descriptor_from_t(t_mat, m2).to(fit_dtype), **tol)
+    d_desc = random((n, m1 * m2), fit_dtype, 1)
+    expected = analytic.t_bar_from_desc_grad(d_desc.to(dtype).reshape(n, m1, m2), t_mat)
+    torch.testing.assert_close(matrix.t_bar_from_desc_grad(d_desc, t_mat), expected,
+                               **(tol if dtype == torch.float64 else dict(rtol=2e-5, atol=2e-5)))
+
+
+def test_an_index_picks_the_rows_of_d_and_places_those_of_t_bar():
+    """D of the atoms in `index`, in their order; dE/dT of those atoms into their rows of `out`, the rest left."""
+    t_mat = random((11, 4, 8), torch.float64, 2)
+    index = torch.tensor([9, 2, 5, 0, 10], device=DEVICE)
+    desc = matrix.descriptor_from_t(t_mat, 4, torch.float64, index)
+    torch.testing.assert_close(desc, analytic.descriptor_from_t(t_mat[index], 4), rtol=1e-14, atol=1e-14)
+    d_desc = random((5, 32), torch.float64, 3)
+    out = torch.full_like(t_mat, 7.0)
+    matrix.t_bar_from_desc_grad(d_desc, t_mat, index, out)
+    expected = torch.full_like(t_mat, 7.0)
+    expected[index] = analytic.t_bar_from_desc_grad(d_desc.reshape(5, 8, 4), t_mat[index])
+    torch.testing.assert_close(out, expected, rtol=1e-14, atol=1e-14)
