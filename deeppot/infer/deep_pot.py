@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from deeppot.infer.evaluate import FlatNeighbors, PairStage, evaluate_flat, reference_pair_stage
+from deeppot.infer.evaluate import FlatNeighbors, PairStage, evaluate_flat, reference_pair_data, reference_pair_stage
 from deeppot.model import EnergyModel
 from deeppot.nlist import REFERENCE_MAX_PAIRS, build_neighbor_data, reference_pairs
 
@@ -68,10 +68,12 @@ class Evaluator:
         self.model = model.to(self.device).eval()
         self.pair_stage, self.fused = self._pick_stage(fused)
         self.scatter = None  # forces and virials: the PyTorch twin, or with the fused stages the fused kernel
+        self.pairs = reference_pair_data  # a chunk's pair data, likewise
         if self.fused:
+            from deeppot.kernels.pairs import pair_data
             from deeppot.kernels.scatter import scatter_forces_and_virial as scatter
 
-            self.scatter = scatter
+            self.scatter, self.pairs = scatter, pair_data
         if self.fused and tf32 and not model.descriptor.compressed:  # the tables have no GEMM to run in TF32
             self.pair_stage = functools.partial(self.pair_stage, precision="tf32")
         self.batch_atoms = batch_atoms or (2**20 if self.device.type == "cuda" else 2**14)
@@ -130,7 +132,7 @@ class Evaluator:
     def evaluate_neighbors(self, flat: FlatNeighbors, atomic: bool = False) -> dict[str, Tensor]:
         """The outputs of `evaluate` from prebuilt neighbour data."""
         with torch.no_grad():
-            return evaluate_flat(self.model, flat, self.chunk_atoms, self.pair_stage, atomic, self.scatter)
+            return evaluate_flat(self.model, flat, self.chunk_atoms, self.pair_stage, atomic, self.scatter, self.pairs)
 
 
 class DeepPot:

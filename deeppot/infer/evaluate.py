@@ -24,6 +24,8 @@ from deeppot.model import EnergyModel, analytic
 PairStage = Callable[[EnergyModel, Tensor, Tensor, Tensor, Tensor], tuple[Tensor, Tensor]]
 # (force, virial, g, rij, nlist_loc, start): adds a chunk's forces and per-centre virials (no per-atom virial)
 Scatter = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, int], None]
+# (flat, start, stop, rcut, dtype) -> r_ij (float64 or dtype), neighbour owner and type of a chunk's centres
+Pairs = Callable[["FlatNeighbors", int, int, float, torch.dtype], tuple[Tensor, Tensor, Tensor]]
 
 
 @dataclass
@@ -79,6 +81,12 @@ class FlatNeighbors:
         return torch.where(nlist >= 0, self.owner[j], -1), torch.where(nlist >= 0, self.ext_atype[j], -1)
 
 
+def reference_pair_data(flat: FlatNeighbors, start: int, stop: int, rcut: float, dtype: torch.dtype
+                    ) -> tuple[Tensor, Tensor, Tensor]:
+    """A chunk's pair data in PyTorch: r_ij in float64 (whatever dtype), neighbour owner and type."""
+    return flat.pair_vectors(start, stop, rcut), *flat.neighbor_owner_and_type(start, stop)
+
+
 def reference_pair_stage(model: EnergyModel, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
                          neighbor_type: Tensor) -> tuple[Tensor, Tensor]:
     """Atomic energies (n,) float64 and g = dE/dr_ij (n, nnei, 3) of one chunk through the model's PyTorch path."""
@@ -97,13 +105,16 @@ def reference_pair_stage(model: EnergyModel, rij: Tensor, nlist_loc: Tensor, cen
 
 
 def evaluate_flat(model: EnergyModel, flat: FlatNeighbors, chunk_atoms: int, pair_stage: PairStage,
-                  atomic: bool = False, scatter: Scatter | None = None) -> dict[str, Tensor]:
+                  atomic: bool = False, scatter: Scatter | None = None, pairs: Pairs = reference_pair_data
+                  ) -> dict[str, Tensor]:
     """Energy (nf,), atom_energy (nf, nloc), force (nf, nloc, 3), virial (nf, 9) [, atom_virial (nf, nloc, 9)],
     all float64, evaluating `chunk_atoms` centres at a time through `pair_stage`.
 
     The virial of each pair goes to its centre (one small contraction per centre) unless `atomic` asks for
     DeePMD's per-atom virial, which gives each pair's share to the neighbour atom (spec §6.3). `scatter` replaces
-    `add_forces_and_virial` when not `atomic` (the fused kernel of `deeppot.kernels.scatter`).
+    `add_forces_and_virial` when not `atomic` (the fused kernel of `deeppot.kernels.scatter`); `pairs` gives each
+    chunk's pair data (`reference_pair_data`, or the kernel of `deeppot.kernels.pairs`, whose r_ij in the model's
+    precision then also goes to the virial).
     """
     n, device = flat.ncentre, flat.nlist.device
     atom_energy = torch.empty(n, dtype=torch.float64, device=device)
@@ -111,8 +122,7 @@ def evaluate_flat(model: EnergyModel, flat: FlatNeighbors, chunk_atoms: int, pai
     virial = torch.zeros(n, 9, dtype=torch.float64, device=device)
     for start in range(0, n, chunk_atoms):
         stop = min(start + chunk_atoms, n)
-        rij = flat.pair_vectors(start, stop, model.rcut)
-        nlist_loc, neighbor_type = flat.neighbor_owner_and_type(start, stop)
+        rij, nlist_loc, neighbor_type = pairs(flat, start, stop, model.rcut, model.descriptor.dtype)
         energy, g = pair_stage(model, rij.to(model.descriptor.dtype), nlist_loc, flat.center_type[start:stop],
                                neighbor_type)
         atom_energy[start:stop] = energy

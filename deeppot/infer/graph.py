@@ -75,7 +75,7 @@ class GraphedEvaluation:
         """The evaluation the graph replays, run eagerly (sync-free: it can be captured in a larger graph)."""
         ev = self.evaluator
         with torch.no_grad():
-            return evaluate_flat(ev.model, flat, ev.chunk_atoms, self.pair_stage, self.atomic, ev.scatter)
+            return evaluate_flat(ev.model, flat, ev.chunk_atoms, self.pair_stage, self.atomic, ev.scatter, ev.pairs)
 
     def _capture(self, flat: FlatNeighbors) -> _Captured:
         self.captured = None  # free the old graph's memory first

@@ -1,0 +1,33 @@
+"""The pair-data kernel against `FlatNeighbors.pair_vectors` and `neighbor_owner_and_type`."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from helpers import random_system
+
+from deeppot.infer.evaluate import FlatNeighbors
+from deeppot.nlist import build_neighbor_data
+
+pairs = pytest.importorskip("deeppot.kernels.pairs")
+pytestmark = pytest.mark.filterwarnings("ignore::deeppot.nlist.NeighborOverflowWarning")
+if pairs.embedding.triton is None:
+    pytest.skip("triton is not installed", allow_module_level=True)
+
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@pytest.mark.parametrize(("start", "stop"), [(0, 36), (7, 30), (35, 36)])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_pair_data_equals_the_flat_lists(start, stop, dtype):
+    """Three frames (so centres map to extended atoms of later frames), padding in every row, any chunk."""
+    coord, atype, box = random_system(natoms=12, ntypes=3, nframes=3, seed=1)
+    rcut, sel = 4.0, [10, 10, 12]
+    nd = build_neighbor_data(coord.to(DEVICE), atype[None].expand(3, -1).to(DEVICE), box.to(DEVICE), rcut, sel)
+    flat = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
+    assert flat.ncentre == 36 and (flat.nlist < 0).any() and (flat.nlist >= 0).any()
+    rij, owner, types = pairs.pair_data(flat, start, stop, rcut, dtype)
+    ref_owner, ref_types = flat.neighbor_owner_and_type(start, stop)
+    assert torch.equal(owner, ref_owner) and torch.equal(types, ref_types)
+    assert rij.dtype == dtype
+    assert torch.equal(rij, flat.pair_vectors(start, stop, rcut).to(dtype))
