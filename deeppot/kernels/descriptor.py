@@ -8,13 +8,13 @@ so two kernels recompute the embedding net per chunk of slots and contract it at
   `analytic.env_rows` + `analytic.embed_all` + the contraction in `analytic.energy_and_pair_grad`.
 - `pair_grad_from_t_bar`: dE/dr_ij (nloc, nnei, 3) from dE/dT; the twin of `analytic.pair_grad`.
 
-Between them, `fused_pair_stage` runs the fitting net and dE/dT in PyTorch (per-atom work, no slots). In the
-kernels here one program handles one centre atom: for each neighbour-type block it loads that block's net (net b,
-or net (t_i, b) when two-sided) and walks the block's slots in chunks of BLOCK rows. Where measured faster, the
-atom-tile kernels of `deeppot.kernels.atom_tiles` run instead (several atoms a program; 98,304 water atoms on an
-H100: both float32 kernels, 16% faster, runs 40-41; the float64 T kernel, 28% faster, run 45). The layer
-helpers (padded register layouts, DeePMD's skips, tensor-core GEMMs: 3xTF32 for float32, float64 GEMMs for
-float64) are the training kernels'; the environment rows are `env_rows`'.
+Between them, `fused_pair_stage` runs the fitting nets in PyTorch (per-atom work, no slots), with D = T^T T< and
+dE/dT from `deeppot.kernels.descriptor_matrix`. In the kernels here one program handles one centre atom: for each
+neighbour-type block it loads that block's net (net b, or net (t_i, b) when two-sided) and walks the block's slots
+in chunks of BLOCK rows. Where measured faster, the atom-tile kernels of `deeppot.kernels.atom_tiles` run instead
+(several atoms a program; 98,304 water atoms on an H100: both float32 kernels, 16% faster, runs 40-41; the float64 T
+kernel, 28% faster, run 45). The layer helpers (padded register layouts, DeePMD's skips, tensor-core GEMMs: 3xTF32
+for float32, float64 GEMMs for float64) are the training kernels'; the environment rows are `env_rows`'.
 Tests: tests/kernels/test_descriptor.py (GPU, or Triton's interpreter on a CPU) and tests/gpu.
 """
 

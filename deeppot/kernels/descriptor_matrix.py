@@ -16,7 +16,7 @@ from torch import Tensor
 
 from deeppot.kernels import embedding
 
-ATOMS = {torch.float32: 4, torch.float64: 2}  # atoms a program, by T's precision (H100, run 84)
+ATOMS = {torch.float32: 4, torch.float64: 4}  # atoms a program, by T's precision (H100, run 84: 2-4 alike, 8 slower)
 
 if embedding.triton is not None:
     import triton
