@@ -17,7 +17,7 @@ import torch
 from deeppot.infer import Evaluator
 from deeppot.infer.evaluate import evaluate_flat
 from deeppot.kernels import descriptor as kernels
-from deeppot.model import EnergyModel, analytic
+from deeppot.model import EnergyModel
 
 ROOT = Path(__file__).resolve().parents[1]
 WATER = ROOT / "examples" / "water" / "data" / "data_0"
@@ -50,20 +50,17 @@ def timed(fn, repeat: int = 3) -> float:
 
 
 def stage_parts(model: EnergyModel, flat, n: int) -> dict[str, float]:
-    """ms of each part of the fused stage on the first n centres."""
+    """ms of each part of the fused stage on the first n centres (the fitting parts: `energy_and_t_bar`, D and
+    dE/dT included, every net on every atom or each on its own type's atoms)."""
     d = model.descriptor
     rij = flat.pair_vectors(0, n, model.rcut).to(d.dtype)
     ct = flat.center_type[:n]
     t_mat = kernels.descriptor_t(d, rij, ct)
-    desc = analytic.descriptor_from_t(t_mat, d.axis_neuron)[None].to(torch.float64)
-    groups = [torch.nonzero(ct == t).reshape(-1) for t in range(d.ntypes)]
-    _, d_desc = analytic.atomic_energy_and_grad(model.fitting, desc, ct[None], groups)
-    t_bar = analytic.t_bar_from_desc_grad(d_desc[0].to(d.dtype).reshape(n, t_mat.shape[-1], -1), t_mat)
+    t_bar = kernels.energy_and_t_bar(model, t_mat, ct, sync_free=False)[1]
     return {"pair_vectors_ms": timed(lambda: flat.pair_vectors(0, n, model.rcut).to(d.dtype)),
             "descriptor_t_ms": timed(lambda: kernels.descriptor_t(d, rij, ct)),
-            "fitting_at_once_ms": timed(lambda: analytic.atomic_energy_and_grad(model.fitting, desc, ct[None])),
-            "fitting_grouped_ms": timed(lambda: analytic.atomic_energy_and_grad(model.fitting, desc, ct[None],
-                                                                                groups)),
+            "fitting_at_once_ms": timed(lambda: kernels.energy_and_t_bar(model, t_mat, ct, sync_free=True)),
+            "fitting_grouped_ms": timed(lambda: kernels.energy_and_t_bar(model, t_mat, ct, sync_free=False)),
             "pair_grad_ms": timed(lambda: kernels.pair_grad_from_t_bar(d, rij, ct, t_bar))}
 
 

@@ -131,22 +131,12 @@ def fit_with_input_grad(nets: StackedMLP, x: Tensor, k: int | None) -> tuple[Ten
     return value, g
 
 
-def atomic_energy_and_grad(fitting, desc: Tensor, atype: Tensor,
-                           groups: list[Tensor] | None = None) -> tuple[Tensor, Tensor]:
-    """E_i (nf, nloc) float64 and dE_i/dD_i (nf, nloc, ndesc) in the fitting precision.
-
-    groups (one frame, nf == 1): per type, the indices of its atoms; each net then runs on its own atoms only.
-    """
+def atomic_energy_and_grad(fitting, desc: Tensor, atype: Tensor) -> tuple[Tensor, Tensor]:
+    """E_i (nf, nloc) float64 and dE_i/dD_i (nf, nloc, ndesc) in the fitting precision, every type's net on every
+    atom (static shapes). Inference runs each net on its own type's atoms instead, reading and writing their rows by
+    index (`deeppot.kernels.descriptor.energy_and_t_bar`)."""
     x = desc.to(fitting.dtype)
     bias = (fitting.bias_atom_e + fitting.out_bias)[atype.clamp(min=0)]
-    if groups is not None:
-        energy = torch.zeros(atype.shape, dtype=torch.float64, device=x.device)
-        grad = torch.zeros_like(x)
-        for t, idx in enumerate(groups):
-            value, g = fit_with_input_grad(fitting.nets, x[0, idx], t)
-            energy[0, idx] = value[:, 0].to(torch.float64)
-            grad[0, idx] = g
-        return energy + bias, grad
     if fitting.at_once(x):  # every type's net on every atom at once, then each atom picks its own: few kernels
         value, grad = fit_with_input_grad(fitting.nets, x.reshape(1, -1, x.shape[-1]), None)
         energy = own_type_rows(value, atype).reshape(atype.shape)
