@@ -20,7 +20,7 @@ from deeppot.kernels.reach import find_reach
 
 VARIANTS = {  # (ATOMS, SLOTS, warps); float64 tiles hold twice the registers and shared memory: smaller ones
     "float32": [(4, 16, 4), (2, 16, 4), (8, 8, 4), (4, 8, 4), (4, 32, 4)],
-    "float64": [(2, 16, 4), (4, 8, 4), (1, 16, 4), (2, 8, 4), (4, 16, 4), (1, 32, 4), (8, 8, 4)],
+    "float64": [(2, 16, 8), (2, 16, 4), (4, 8, 4), (1, 16, 4), (2, 8, 4), (4, 16, 4), (1, 32, 4), (8, 8, 4)],
 }
 
 

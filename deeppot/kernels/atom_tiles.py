@@ -31,9 +31,12 @@ from deeppot.kernels.env_rows import net_args
 from deeppot.kernels.reach import Reach, add_tail, tile_tops
 
 # (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms; float32:
-# runs 40-41, float64: run 45). A kernel not here keeps its one-atom twin (`covers`): the float64 gradient, whose
-# fastest tile was 7% slower than one atom a program (run 45).
-TILES = {torch.float32: {"t": (4, 16, 4), "grad": (8, 8, 4)}, torch.float64: {"t": (1, 16, 4)}}
+# runs 40-41, float64: run 89, T 35.4 -> 32.0 ms against (1, 16, 4), the stacked gradient 54.7 ms against the
+# one-atom kernel's 57.6). A kernel not here would keep its one-atom twin (`covers`).
+TILES = {torch.float32: {"t": (4, 16, 4), "grad": (8, 8, 4)}, torch.float64: {"t": (2, 16, 8), "grad": (1, 16, 4)}}
+# The gradient tiles push value and tangent through each layer as one stacked GEMM in float64 only: it spilled
+# fewer registers in ptxas for float32 too, but ran slower there (run 89: 12.0 -> 13.0 ms at 8 x 8).
+STACKED = {torch.float64}
 
 
 def covers(dtype: torch.dtype, kernel: str) -> bool:
@@ -44,8 +47,24 @@ if embedding.triton is not None:
     import triton
     import triton.language as tl
 
-    from deeppot.kernels.embedding import _columns, _dense_jet, _net_weights, _tanh
+    from deeppot.kernels.embedding import _columns, _dense_jet, _net_weights, _skip, _tanh
     from deeppot.kernels.env_rows import _dense, _env_rows, _store_pair_grad
+
+    @triton.jit
+    def _stacked_jet(x, dx, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr):
+        """`_dense_jet`'s outputs with value and tangent through one GEMM of twice the rows."""
+        rows: tl.constexpr = x.shape[0]
+        k: tl.constexpr = x.shape[1]
+        xs = tl.reshape(tl.permute(tl.join(x, dx), (2, 0, 1)), (2 * rows, k))
+        zu = tl.dot(xs, w, input_precision=PRECISION)
+        z, u = tl.split(tl.permute(tl.reshape(zu, (2, rows, w.shape[1])), (1, 2, 0)))
+        a = _tanh(z + b[None, :])
+        x_out = a
+        dx_out = (1.0 - a * a) * u
+        if KIND != 0:
+            x_out += _skip(x, KIND)
+            dx_out += _skip(dx, KIND)
+        return x_out, dx_out
 
     @triton.jit
     def _tile(type_ptr, n, ATOMS: tl.constexpr, SLOTS: tl.constexpr):
@@ -118,14 +137,19 @@ if embedding.triton is not None:
     @triton.jit
     def _grad_chunk(rij_ptr, stat_ptr, geo_ptr, grad_ptr, centre, ctype, slot, live, nnei, nstat,
                     tb0, tb1, tb2, tb3, w1, b1, w2, b2, w3, b3, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
-                    SKIP2: tl.constexpr, SKIP3: tl.constexpr, PRECISION: tl.constexpr):
-        """dE/dr_ij of one chunk's rows (`deeppot.kernels.env_rows._env_row_grad` with per-row t_bar)."""
+                    SKIP2: tl.constexpr, SKIP3: tl.constexpr, PRECISION: tl.constexpr, STACK: tl.constexpr):
+        """dE/dr_ij of one chunk's rows (`deeppot.kernels.env_rows._env_row_grad` with per-row t_bar); with STACK
+        the value and its tangent go through each layer as one GEMM of twice the rows."""
         s, rx, ry, rz, x, y, z, inv, w, dw, st = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live,
                                                              nnei, nstat)
         g = _tanh(s[:, None] * w1[None, :] + b1[None, :])
         dg = (1.0 - g * g) * w1[None, :]
-        g, dg = _dense_jet(g, dg, w2, b2, SKIP2, PRECISION)[3:]
-        g, dg = _dense_jet(g, dg, w3, b3, SKIP3, PRECISION)[3:]
+        if STACK:
+            g, dg = _stacked_jet(g, dg, w2, b2, SKIP2, PRECISION)
+            g, dg = _stacked_jet(g, dg, w3, b3, SKIP3, PRECISION)
+        else:
+            g, dg = _dense_jet(g, dg, w2, b2, SKIP2, PRECISION)[3:]
+            g, dg = _dense_jet(g, dg, w3, b3, SKIP3, PRECISION)[3:]
         q0 = _per_atom(g, tb0, ATOMS, SLOTS) + s * _per_atom(dg, tb0, ATOMS, SLOTS) \
             + rx * _per_atom(dg, tb1, ATOMS, SLOTS) + ry * _per_atom(dg, tb2, ATOMS, SLOTS) \
             + rz * _per_atom(dg, tb3, ATOMS, SLOTS)
@@ -139,7 +163,7 @@ if embedding.triton is not None:
                            N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
                            L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                            NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
-                           MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
+                           MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, STACK: tl.constexpr):
         # t_bar arrives divided by nnei; tb_c (ATOMS, M1): row c of the program's atoms' t_bar
         first, _, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
@@ -157,7 +181,8 @@ if embedding.triton is not None:
                                                                   N1, N2, N3, L1, L2, L3)
                             _grad_chunk(rij_ptr, stat_ptr, geo_ptr, grad_ptr, centre, ctype, start + j0 + lane,
                                         mine & (j0 + lane < top), nnei, nstat, tb0, tb1, tb2, tb3,
-                                        w1, b1, w2, b2, w3, b3, ATOMS, SLOTS, SKIP2, SKIP3, PRECISION)
+                                        w1, b1, w2, b2, w3, b3, ATOMS, SLOTS, SKIP2, SKIP3, PRECISION,
+                                        STACK)
 
 
 def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str, reach: Reach | None
@@ -170,6 +195,8 @@ def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str
     meta.update(ATOMS=atoms, SLOTS=slots, num_warps=warps)
     if kernel == "t":  # rows of the T accumulator: 4 an atom, at least 16 (the GEMM's smallest M)
         meta["RT"] = max(16, triton.next_power_of_2(4 * atoms))
+    else:
+        meta["STACK"] = rij.dtype in STACKED
     return tensors, meta, tops
 
 
