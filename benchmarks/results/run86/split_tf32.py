@@ -24,16 +24,6 @@ def tf32(flag):
     torch.backends.cuda.matmul.allow_tf32 = flag
 
 
-def mm3(a, w_hi, w_lo):
-    a_hi, a_lo = split(a)
-    tf32(True)
-    out = torch.mm(a_hi, w_hi)
-    out.addmm_(a_lo, w_hi)
-    out.addmm_(a_hi, w_lo)
-    tf32(False)
-    return out
-
-
 def mm3_presplit(a_hi, a_lo, w_hi, w_lo):
     tf32(True)
     out = torch.mm(a_hi, w_hi)
@@ -41,6 +31,10 @@ def mm3_presplit(a_hi, a_lo, w_hi, w_lo):
     out.addmm_(a_hi, w_lo)
     tf32(False)
     return out
+
+
+def mm3(a, w_hi, w_lo):
+    return mm3_presplit(*split(a), w_hi, w_lo)
 
 
 def mm_tf32(a, w):
