@@ -47,7 +47,7 @@ if embedding.triton is not None:
     import triton
     import triton.language as tl
 
-    from deeppot.kernels.embedding import _columns, _dense_jet, _net_weights, _skip, _tanh
+    from deeppot.kernels.embedding import _columns, _dense_jet, _jet_outputs, _net_weights, _tanh
     from deeppot.kernels.env_rows import _dense, _env_rows, _store_pair_grad
 
     @triton.jit
@@ -58,13 +58,7 @@ if embedding.triton is not None:
         xs = tl.reshape(tl.permute(tl.join(x, dx), (2, 0, 1)), (2 * rows, k))
         zu = tl.dot(xs, w, input_precision=PRECISION)
         z, u = tl.split(tl.permute(tl.reshape(zu, (2, rows, w.shape[1])), (1, 2, 0)))
-        a = _tanh(z + b[None, :])
-        x_out = a
-        dx_out = (1.0 - a * a) * u
-        if KIND != 0:
-            x_out += _skip(x, KIND)
-            dx_out += _skip(dx, KIND)
-        return x_out, dx_out
+        return _jet_outputs(x, dx, _tanh(z + b[None, :]), u, KIND)[1:]
 
     @triton.jit
     def _tile(type_ptr, n, ATOMS: tl.constexpr, SLOTS: tl.constexpr):

@@ -120,16 +120,22 @@ if triton is not None:
             return g
 
     @triton.jit
-    def _dense_jet(x, dx, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr):
-        """One layer on (value, tangent): returns a, u = dx @ W, d = 1 - a^2, and the outputs with skip."""
-        a = _tanh(tl.dot(x, w, input_precision=PRECISION) + b[None, :])
-        u = tl.dot(dx, w, input_precision=PRECISION)
+    def _jet_outputs(x, dx, a, u, KIND: tl.constexpr):
+        """A tanh layer's d = 1 - a^2 and its outputs with skip, from its activation a and u = dx @ W."""
         d = 1.0 - a * a
         x_out = a
         dx_out = d * u
         if KIND != 0:
             x_out += _skip(x, KIND)
             dx_out += _skip(dx, KIND)
+        return d, x_out, dx_out
+
+    @triton.jit
+    def _dense_jet(x, dx, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr):
+        """One layer on (value, tangent): returns a, u = dx @ W, d = 1 - a^2, and the outputs with skip."""
+        a = _tanh(tl.dot(x, w, input_precision=PRECISION) + b[None, :])
+        u = tl.dot(dx, w, input_precision=PRECISION)
+        d, x_out, dx_out = _jet_outputs(x, dx, a, u, KIND)
         return a, u, d, x_out, dx_out
 
     @triton.jit
