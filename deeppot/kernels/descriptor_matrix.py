@@ -16,7 +16,7 @@ from torch import Tensor
 
 from deeppot.kernels import embedding
 
-ATOMS = {torch.float32: 4, torch.float64: 4}  # atoms a program, by T's precision (H100, run 84: 2-4 alike, 8 slower)
+ATOMS = 4  # atoms a program, either precision (H100, run 84: 2-4 alike, 8 slower)
 
 if embedding.triton is not None:
     import triton
@@ -70,10 +70,9 @@ if embedding.triton is not None:
 def _launch(n: int, index: Tensor | None, t_mat: Tensor, m2: int) -> tuple[tuple, Tensor, dict]:
     m1 = t_mat.shape[-1]
     idx = index.contiguous() if index is not None else t_mat  # a placeholder pointer, never read
-    atoms = ATOMS.get(t_mat.dtype, 1)
-    meta = dict(M1=m1, M2=m2, MP=triton.next_power_of_2(m1), KP=max(16, triton.next_power_of_2(m2)), ATOMS=atoms,
+    meta = dict(M1=m1, M2=m2, MP=triton.next_power_of_2(m1), KP=max(16, triton.next_power_of_2(m2)), ATOMS=ATOMS,
                 HAS_INDEX=index is not None, num_warps=4)
-    return (triton.cdiv(n, atoms),), idx, meta
+    return (triton.cdiv(n, ATOMS),), idx, meta
 
 
 def descriptor_from_t(t_mat: Tensor, m2: int, dtype: torch.dtype, index: Tensor | None = None) -> Tensor:

@@ -30,7 +30,7 @@ def rows(dtype):
            "torch_desc_ms": ms(lambda: analytic.descriptor_from_t(t_mat, M2)),
            "torch_t_bar_ms": ms(lambda: analytic.t_bar_from_desc_grad(d_desc.reshape(N, M1, M2), t_mat))}
     for atoms in (1, 2, 4, 8):
-        matrix.ATOMS[dtype] = atoms
+        matrix.ATOMS = atoms  # one precision at a time
         yield {"dtype": str(dtype), "natoms": N, "atoms": atoms,
                "desc_ms": ms(lambda: matrix.descriptor_from_t(t_mat, M2, dtype)),
                "t_bar_ms": ms(lambda: matrix.t_bar_from_desc_grad(d_desc, t_mat)),
