@@ -24,7 +24,7 @@ from deeppot.model import EnergyModel
 from deeppot.model.slots import per_type_padding, trimmed_widths
 from deeppot.model.stats import set_statistics
 from deeppot.tools.change_bias import select_frames
-from deeppot.train.adam import FusedAdam
+from deeppot.train.adam import FusedAdam, gpu_adam
 from deeppot.train.checkpoint import CheckpointManager, resolve_checkpoint
 from deeppot.train.data import DataSampler
 from deeppot.train.distributed import (
@@ -306,9 +306,10 @@ class Trainer:
         fused = self.opt.device.type == "cuda"
         lr = self.step_inputs.adam_lr if self.step_inputs is not None else self.lr.start_lr
         if fused and (self.memory.zero_stage == 0 or self.opt.dist.world_size == 1):
-            # torch.optim's fused update without torch.optim, whose first use imports torch._dynamo (seconds)
-            return FusedAdam(self.model.parameters(), lr=lr, betas=(o["adam_beta1"], o["adam_beta2"]),
-                             weight_decay=o["weight_decay"], decoupled=o["type"] == "AdamW")
+            # torch.optim's fused update without torch.optim, whose first use imports torch._dynamo (seconds);
+            # with Triton, as one kernel over flat buffers
+            return gpu_adam()(self.model.parameters(), lr=lr, betas=(o["adam_beta1"], o["adam_beta2"]),
+                              weight_decay=o["weight_decay"], decoupled=o["type"] == "AdamW")
         return make_optimizer(cls, self.model.parameters(), self.memory.zero_stage, self.opt.dist.world_size, lr=lr,
                               betas=(o["adam_beta1"], o["adam_beta2"]), weight_decay=o["weight_decay"], fused=fused,
                               capturable=self.step_inputs is not None)
