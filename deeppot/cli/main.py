@@ -204,7 +204,8 @@ def _add_train_command(sub) -> None:
                    help="torch.compile the force computation: faster steps for seconds of start-up; auto (default): "
                         "as training.enable_compile says, or on for GPU runs of 100,000 steps or more")
     p.add_argument("--tf32", action="store_true",
-                   help="mixed precision: TF32 GEMM inputs in the fused embedding kernels (float32 models)")
+                   help="mixed precision: float32 GEMMs (fused embedding kernels, cuBLAS, compiled step) on TF32 "
+                        "tensor cores (float32 models on a GPU)")
     p.add_argument("--profile", action="store_true", help="profile a few steps, print the top kernels, write a trace")
     p.set_defaults(func=_train)
 

@@ -57,7 +57,7 @@ def wants_compile(request: PathOptions, training: dict, steps: int, device: torc
     if explicit is not None:
         return explicit
     return (device.type == "cuda" and steps >= COMPILE_MIN_STEPS and shapes <= COMPILE_MAX_SHAPES
-            and not request.distributed and not memory.swaps_model and not request.tf32)
+            and not request.distributed and not memory.swaps_model)
 
 
 def distinct_shapes(*samplers) -> int:
@@ -79,16 +79,19 @@ def choose_force_path(model, sampler, loss, request: PathOptions, compiled: bool
 
 
 def pick_embedding(model, sampler, request: PathOptions, compiled: bool, memory: MemoryOptions) -> None:
-    """The fused kernels where forced (or needed by --tf32) or where the rule under compile wants them, PyTorch's
+    """The fused kernels where forced (or by --tf32 uncompiled) or where the rule under compile wants them, PyTorch's
     where forced or where the rule wants it, otherwise the faster of the two by timing. Uncompiled GPU steps take
     the environment-matrix kernel unless the kernels are turned off."""
     device = sampler.stores[0].device
     check_tf32(model, request, device)
+    if request.tf32:
+        use_tf32_gemms()
     if device.type != "cuda" or request.fused_kernels is False:
         return
     if not compiled and model.use_env_kernel(device):  # compiled, Inductor fuses the reference's kernels itself
         log.info("environment matrix: fused Triton kernel")
-    if request.fused_kernels or request.tf32 or memory.bf16 or (compiled and not one_net_per_slot(model.descriptor)):
+    if request.fused_kernels or memory.bf16 or (not compiled and request.tf32) or \
+            (compiled and not one_net_per_slot(model.descriptor)):
         use_fused(model, device, request.tf32)
     elif compiled:
         log.info("embedding net: PyTorch, compiled with the rest (one net a slot: measured faster than the fused "
@@ -103,15 +106,20 @@ def check_tf32(model, request: PathOptions, device: torch.device) -> None:
         return
     if model.descriptor.dtype != torch.float32:
         raise TrainingError("--tf32 needs a float32 descriptor (model.descriptor.precision)")
-    if device.type != "cuda" or request.fused_kernels is False:
-        raise TrainingError("--tf32 applies to the fused GPU kernels: train on a GPU without --fused-kernels off")
+    if device.type != "cuda":
+        raise TrainingError("--tf32 applies to GPU tensor cores: train on a GPU")
+
+
+def use_tf32_gemms() -> None:
+    """--tf32: float32 GEMMs on TF32 tensor cores for this process (cuBLAS's, and Inductor's choices under
+    torch.compile; the fused kernels take it as their precision). Off by default, as in PyTorch and DeePMD-kit:
+    TF32 rounds GEMM inputs to 10 mantissa bits."""
+    torch.backends.cuda.matmul.allow_tf32 = True
+    log.info("--tf32: float32 GEMMs use TF32 tensor cores (inputs rounded to 10 mantissa bits)")
 
 
 def use_fused(model, device: torch.device, tf32: bool) -> None:
     fused = model.use_fused_kernels(device, tf32=tf32)
-    if tf32 and not fused:
-        raise TrainingError("--tf32 applies to the fused embedding kernels, which this descriptor cannot use "
-                            "(they need 3 tanh layers and resnet_dt false) or Triton is missing")
     log.info("embedding net: %s", "fused Triton kernels" + (" (TF32 GEMMs)" if tf32 else "")
              if fused else "PyTorch (the fused kernels need 3 tanh layers, resnet_dt false and Triton)")
 

@@ -73,7 +73,7 @@ class RunOptions:
     fused_kernels: bool | None = None  # Triton embedding kernels on a GPU: forced on/off, None = the faster (timed)
     compile: bool | None = None  # torch.compile of the force function: forced on/off, None = training.enable_compile
     #                             or, without it, on for long GPU runs (deeppot.train.force_path)
-    tf32: bool = False  # mixed-precision opt-in: TF32 inputs to the embedding GEMMs of float32 models
+    tf32: bool = False  # mixed-precision opt-in: float32 models' GEMMs on TF32 tensor cores (sets it for the process)
     trim_lists: bool = True  # lists only as wide as the data's most neighbours per type (deeppot.model.slots)
     dist: DistInfo = field(default_factory=DistInfo)  # data-parallel ranks; default: one process
 

@@ -86,6 +86,7 @@ def test_fused_kernels_train_like_the_plain_path(tmp_path, precision, tf32, type
         runs.append(Trainer(normalize_input(copy.deepcopy(config)), options))
     plain, fused = runs
     assert fused.model.embed_fn is not plain.model.embed_fn
+    assert torch.backends.cuda.matmul.allow_tf32 == tf32  # --tf32: cuBLAS's GEMMs too (both runs: one process)
     for step in range(12):
         m_plain, m_fused = plain.step(step), fused.step(step)
         for key in m_plain:

@@ -31,7 +31,7 @@ def request(compile=None, tf32=False, distributed=False) -> PathOptions:
     (request(), {}, COMPILE_MIN_STEPS - 1, CUDA, MemoryOptions(), False),      # too short to pay back
     (request(), {}, 10**6, CPU, MemoryOptions(), False),                       # CPU runs compile only on request
     (request(distributed=True), {}, 10**6, CUDA, MemoryOptions(), False),
-    (request(tf32=True), {}, 10**6, CUDA, MemoryOptions(), False),
+    (request(tf32=True), {}, 10**6, CUDA, MemoryOptions(), True),              # TF32 GEMMs compile too
     (request(), {}, 10**6, CUDA, MemoryOptions(atom_chunk=64), False),
     (request(), {"enable_compile": True}, 10, CPU, MemoryOptions(), True),     # DeePMD-kit's key
     (request(compile=False), {"enable_compile": True}, 10**6, CUDA, MemoryOptions(), False),  # --compile off
@@ -109,9 +109,9 @@ def test_the_compiled_batch_loss_computes_the_same(tmp_path):
         torch.testing.assert_close(valid[key], value, rtol=1e-10, atol=0)
 
 
-def test_tf32_needs_the_fused_gpu_kernels():
+def test_tf32_needs_a_float32_model_on_a_gpu():
     model = make_model(precision="float32")
-    with pytest.raises(TrainingError, match="applies to the fused GPU kernels"):
+    with pytest.raises(TrainingError, match="applies to GPU tensor cores"):
         force_path.check_tf32(model, request(tf32=True), CPU)
     with pytest.raises(TrainingError, match="needs a float32 descriptor"):
         force_path.check_tf32(make_model(), request(tf32=True), CUDA)
