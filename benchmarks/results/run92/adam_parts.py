@@ -3,34 +3,11 @@ kernel's BLOCK and warps, on the parameter shapes of run 92; each piece replayed
 import json
 import sys
 
-import torch
-
 from deeppot.kernels import adam as kernel
 from deeppot.train import adam
 
 sys.path.insert(0, "benchmarks/results/run92")
-from adam_flat import MODELS, make
-
-
-def timed(fn) -> float:
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    for _ in range(20):
-        graph.replay()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(1000):
-        graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return round(start.elapsed_time(end), 2)  # ms for 1000 = us each
+from adam_flat import MODELS, make, timed
 
 
 def parts(name: str, dtype, shapes, block: int) -> dict:

@@ -8,8 +8,7 @@ import torch
 from deeppot.train import adam
 
 sys.path.insert(0, "benchmarks/results/run92")
-from adam_flat import MODELS, make
-from adam_parts import timed
+from adam_flat import MODELS, make, timed
 
 
 def copies(name: str, dtype, shapes) -> dict:
