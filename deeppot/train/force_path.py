@@ -74,6 +74,9 @@ def choose_force_path(model, sampler, loss, request: PathOptions, compiled: bool
                       memory: MemoryOptions) -> Callable:
     """Set the model's embedding function; return the batch-loss function to train with: `batch_loss`, or when
     `compiled` its compiled twin (the plain one, with a warning, if compilation fails)."""
+    check_tf32(model, request, sampler.stores[0].device)
+    if request.tf32:  # before the embedding timing and the compile: both see the GEMMs the steps will run
+        use_tf32_gemms()
     pick_embedding(model, sampler, request, compiled, memory)
     return compile_or_fall_back(model, sampler, loss) if compiled else batch_loss
 
@@ -83,9 +86,6 @@ def pick_embedding(model, sampler, request: PathOptions, compiled: bool, memory:
     where forced or where the rule wants it, otherwise the faster of the two by timing. Uncompiled GPU steps take
     the environment-matrix kernel unless the kernels are turned off."""
     device = sampler.stores[0].device
-    check_tf32(model, request, device)
-    if request.tf32:
-        use_tf32_gemms()
     if device.type != "cuda" or request.fused_kernels is False:
         return
     if not compiled and model.use_env_kernel(device):  # compiled, Inductor fuses the reference's kernels itself
