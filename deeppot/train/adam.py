@@ -131,22 +131,25 @@ class FlatAdam(FusedAdam):
             by_dtype.setdefault(p.dtype, []).append(p)
         self.flats = [_FlatParams(ps, self.state) for ps in by_dtype.values()]
         device = group["params"][0].device
+        # betas, eps and weight decay as the kernel reads them, fixed at construction (the rate may change)
         self._hyper = torch.tensor([*group["betas"], eps, weight_decay], dtype=torch.float64, device=device)
-        self._lr = lr if isinstance(lr, Tensor) else torch.full((1,), lr, dtype=torch.float64, device=device)
+        self._decay = weight_decay != 0
+        self._lr = torch.zeros(1, dtype=torch.float64, device=device)  # where a float rate is put each step
 
     @torch.no_grad()
     def step(self) -> None:
         from deeppot.kernels.adam import adam_update
 
         group = self.param_groups[0]
-        if not isinstance(group["lr"], Tensor):  # a rate the caller set this step
-            self._lr.fill_(group["lr"])
+        lr = group["lr"]
+        if not isinstance(lr, Tensor):  # a rate the caller set this step
+            self._lr.fill_(lr)
+            lr = self._lr
         for flat in self.flats:
             live = flat.gather_grads()
             flat.steps.add_(live)
-            adam_update(flat.param, flat.grad, flat.exp_avg, flat.exp_avg_sq, flat.owner, flat.steps, live,
-                        group["lr"] if isinstance(group["lr"], Tensor) else self._lr, self._hyper,
-                        group["decoupled_weight_decay"], group["weight_decay"] != 0)
+            adam_update(flat.param, flat.grad, flat.exp_avg, flat.exp_avg_sq, flat.owner, flat.steps, live, lr,
+                        self._hyper, group["decoupled_weight_decay"], self._decay)
 
 
 def gpu_adam() -> type[FusedAdam]:
