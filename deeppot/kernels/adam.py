@@ -13,6 +13,7 @@ Tests: tests/kernels/test_adam.py (GPU, or Triton's interpreter on a CPU).
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 from torch import Tensor
 
@@ -47,8 +48,22 @@ if triton is not None:
         return x / y
 
     @triton.jit
-    def _adam_kernel(p_ptr, g_ptr, m_ptr, v_ptr, owner_ptr, step_ptr, live_ptr, lr_ptr, hyper_ptr,
-                     DECOUPLED: tl.constexpr, DECAY: tl.constexpr, LIBDEVICE: tl.constexpr, BLOCK: tl.constexpr):
+    def _load_grad(g_ptr, first_ptr, numel_ptr, prog, k, i, on, dtype: tl.constexpr, GRAD_TABLE: tl.constexpr,
+                   BLOCK: tl.constexpr):
+        """This program's gradients: from the flat buffer, or (GRAD_TABLE) from parameter k's own gradient, whose
+        address is the table's entry k (its segment begins at block first[k]; zeros past its numel[k])."""
+        if GRAD_TABLE:  # one return: the compiler types the statements after a returning branch too
+            grad = tl.load(g_ptr + k).to(tl.pointer_type(dtype))
+            j = (prog - tl.load(first_ptr + k)).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+            g = tl.load(grad + j, mask=on & (j < tl.load(numel_ptr + k)), other=0.0)
+        else:
+            g = tl.load(g_ptr + i, mask=on, other=0.0)
+        return g
+
+    @triton.jit
+    def _adam_kernel(p_ptr, g_ptr, first_ptr, numel_ptr, m_ptr, v_ptr, owner_ptr, step_ptr, live_ptr, lr_ptr,
+                     hyper_ptr, GRAD_TABLE: tl.constexpr, DECOUPLED: tl.constexpr, DECAY: tl.constexpr,
+                     LIBDEVICE: tl.constexpr, BLOCK: tl.constexpr):
         prog = tl.program_id(0)
         k = tl.load(owner_ptr + prog)  # the parameter this program's segment belongs to
         i = prog.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -58,7 +73,7 @@ if triton is not None:
         beta1, beta2 = tl.load(hyper_ptr), tl.load(hyper_ptr + 1)
         eps, decay = tl.load(hyper_ptr + 2), tl.load(hyper_ptr + 3)
         p = tl.load(p_ptr + i, mask=on, other=0.0)
-        g = tl.load(g_ptr + i, mask=on, other=0.0)
+        g = _load_grad(g_ptr, first_ptr, numel_ptr, prog, k, i, on, p_ptr.dtype.element_ty, GRAD_TABLE, BLOCK)
         if DECAY:
             if DECOUPLED:
                 p = (p.to(tl.float64) - lr * decay * p.to(tl.float64)).to(p.dtype)
@@ -75,15 +90,28 @@ if triton is not None:
         tl.store(v_ptr + i, v, mask=on)
 
 
-def adam_update(param: Tensor, grad: Tensor, exp_avg: Tensor, exp_avg_sq: Tensor, owner: Tensor, step: Tensor,
-                live: Tensor, lr: Tensor, hyper: Tensor, decoupled: bool, decay: bool) -> None:
-    """One Adam (AdamW if decoupled) update, in place, of the flat buffers param, exp_avg, exp_avg_sq from grad.
+class GradTable(NamedTuple):
+    """Where each parameter's gradient lies, for the kernel to read it in place (no copy into the flat buffer):
+    addresses (int64, one a parameter; 0 for one without a gradient), first (int32): the first BLOCK of the
+    parameter's segment in the flat buffers, numel (int32): its size."""
+
+    addresses: Tensor
+    first: Tensor
+    numel: Tensor
+
+
+def adam_update(param: Tensor, grad: Tensor | GradTable, exp_avg: Tensor, exp_avg_sq: Tensor, owner: Tensor,
+                step: Tensor, live: Tensor, lr: Tensor, hyper: Tensor, decoupled: bool, decay: bool) -> None:
+    """One Adam (AdamW if decoupled) update, in place, of the flat buffers param, exp_avg, exp_avg_sq from grad
+    (a flat buffer laid out as param, or a `GradTable` of the parameters' own gradients).
 
     owner (int32, numel / BLOCK): the parameter each BLOCK of the buffers belongs to; step (float32, one per
     parameter): its step count, already incremented; live (int32, one per parameter): 0 where the parameter got no
     gradient this step (its segment is not touched); lr: a one-element device tensor; hyper (float64, device):
     beta1, beta2, eps, weight decay; decay: whether that weight decay is not zero.
     """
-    _adam_kernel[(owner.numel(),)](param, grad, exp_avg, exp_avg_sq, owner, step, live, lr, hyper,
-                                   DECOUPLED=decoupled, DECAY=decay,
+    table = isinstance(grad, GradTable)
+    g, first, numel = (grad.addresses, grad.first, grad.numel) if table else (grad, owner, owner)
+    _adam_kernel[(owner.numel(),)](param, g, first, numel, exp_avg, exp_avg_sq, owner, step, live, lr, hyper,
+                                   GRAD_TABLE=table, DECOUPLED=decoupled, DECAY=decay,
                                    LIBDEVICE=os.environ.get("TRITON_INTERPRET") != "1", BLOCK=BLOCK)

@@ -10,13 +10,17 @@ updates are bit for bit those of `torch.optim.Adam(fused=True)` and checkpoints 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections import defaultdict
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
+
+if TYPE_CHECKING:
+    from deeppot.kernels.adam import GradTable
 
 # Elements of one piece of a parameter in the fused update. Torch's multi-tensor kernel gives each 65,536-element
 # chunk of a tensor one block, so copper's ~0.5M parameters in a few large matrices were updated by ~8 blocks.
@@ -79,6 +83,10 @@ class FusedAdam:
                    beta1=beta1, beta2=beta2, weight_decay=group["weight_decay"], eps=group["eps"], maximize=False,
                    grad_scale=None, found_inf=None)
 
+    def captured_steps(self) -> contextlib.AbstractContextManager:
+        """Wraps a CUDA graph's warm-up and capture of steps (FlatAdam then reads the gradients in place)."""
+        return contextlib.nullcontext()
+
     def _state(self, p: Tensor) -> dict[str, Tensor]:
         state = self.state[p]
         if not state:  # as torch.optim.Adam's fused path: a float32 step counter on the parameter's device
@@ -115,11 +123,13 @@ class FlatAdam(FusedAdam):
     """FusedAdam whose parameters, gradients and moments of each dtype lie in one flat buffer, updated by one
     Triton kernel (`deeppot.kernels.adam`): one launch at memory speed instead of torch's 2-4 multi-tensor launches.
 
-    The parameters become views of the buffer (their values unchanged); each step copies the gradients into it
-    (one `torch.cat`). Each parameter keeps its own step count, and one without a gradient is left as it is, as in
-    torch's update; the state and `state_dict` keep FusedAdam's per-parameter layout (views of the buffers). The
-    arithmetic is torch's, but not bit for bit: after 20 updates on an H100 the parameters differ from torch's by
-    up to 4 units in the last place (run 92; tests/kernels/test_adam.py).
+    The parameters become views of the buffer (their values unchanged). Each step copies the gradients into it
+    (one `torch.cat`), except in a CUDA graph: there the kernel reads each gradient where the graph's backward
+    writes it, from a table of addresses written after the capture (`captured_steps`), because the graph replays
+    its allocations at the same addresses. Each parameter keeps its own step count, and one without a gradient is
+    left as it is, as in torch's update; the state and `state_dict` keep FusedAdam's per-parameter layout (views of
+    the buffers). The arithmetic is torch's, but not bit for bit: after 20 updates on an H100 the parameters differ
+    from torch's by up to 4 units in the last place (run 92; tests/kernels/test_adam.py).
     """
 
     def __init__(self, params: Iterable[nn.Parameter], lr: float | Tensor, betas: tuple[float, float] = (0.9, 0.999),
@@ -135,6 +145,10 @@ class FlatAdam(FusedAdam):
         self._hyper = torch.tensor([*group["betas"], eps, weight_decay], dtype=torch.float64, device=device)
         self._decay = weight_decay != 0
         self._lr = torch.zeros(1, dtype=torch.float64, device=device)  # where a float rate is put each step
+        # read the gradients where autograd left them instead of copying them into the flat buffer; None: in a
+        # capture within `captured_steps` (the steps that matter; an eager table costs a host-to-device copy)
+        self.grads_in_place: bool | None = None
+        self._tables_open = False
 
     @torch.no_grad()
     def step(self) -> None:
@@ -145,11 +159,29 @@ class FlatAdam(FusedAdam):
         if not isinstance(lr, Tensor):  # a rate the caller set this step
             self._lr.fill_(lr)
             lr = self._lr
+        capturing = self.flats[0].param.is_cuda and torch.cuda.is_current_stream_capturing()
+        in_place = capturing and self._tables_open if self.grads_in_place is None else self.grads_in_place
         for flat in self.flats:
-            live = flat.gather_grads()
+            live = flat.live_flags()
+            grad = flat.grad_table(capturing) if in_place else None
             flat.steps.add_(live)
-            adam_update(flat.param, flat.grad, flat.exp_avg, flat.exp_avg_sq, flat.owner, flat.steps, live, lr,
-                        self._hyper, group["decoupled_weight_decay"], self._decay)
+            adam_update(flat.param, flat.gather_grads() if grad is None else grad, flat.exp_avg, flat.exp_avg_sq,
+                        flat.owner, flat.steps, live, lr, self._hyper, group["decoupled_weight_decay"], self._decay)
+
+    @contextlib.contextmanager
+    def captured_steps(self) -> Iterator[None]:
+        """Within: a step captured in a CUDA graph reads the gradients in place; on leaving, the tables of their
+        addresses are written (before the graph's first replay, which reads them). A capture outside this
+        context copies the gradients, as an eager step does."""
+        for flat in self.flats:
+            flat.open_table()
+        self._tables_open = True
+        try:
+            yield
+        finally:
+            self._tables_open = False
+            for flat in self.flats:
+                flat.fill_table()
 
 
 def gpu_adam() -> type[FusedAdam]:
@@ -175,7 +207,12 @@ class _FlatParams:
         self.steps = torch.zeros(len(params), dtype=torch.float32, device=p0.device)
         self.owner = torch.repeat_interleave(torch.arange(len(params), dtype=torch.int32),
                                              torch.tensor(padded) // BLOCK).to(p0.device)
+        self.first = (torch.tensor(starts) // BLOCK).to(dtype=torch.int32, device=p0.device)
+        self.numel = torch.tensor(sizes, dtype=torch.int32, device=p0.device)
         self.params, self._live = params, {}
+        self._spare: Tensor | None = None  # the next capture's gradient table
+        self._unfilled: tuple[Tensor, list[int]] | None = None  # a captured table and the addresses it must hold
+        self._captured: list[Tensor] = []  # held, so that no later capture reuses their memory
         zeros = torch.zeros(max(padded), dtype=p0.dtype, device=p0.device)
         self._fill = [(zeros[:n], zeros[:m - n]) for n, m in zip(sizes, padded, strict=True)]
         with torch.no_grad():
@@ -187,15 +224,46 @@ class _FlatParams:
                             "exp_avg_sq": self.exp_avg_sq[segment].view_as(p)}
 
     def gather_grads(self) -> Tensor:
-        """Copy the gradients into the flat buffer (zeros for a parameter without one); the live flags, one a
-        parameter (made once for each pattern of missing gradients: the warm-up steps before a CUDA graph's
-        capture make the pattern the capture will see)."""
-        pieces, pattern = [], []
+        """The gradients copied into the flat buffer (zeros for a parameter without one)."""
+        pieces = []
         for p, (zeros, pad) in zip(self.params, self._fill, strict=True):
             pieces += [zeros if p.grad is None else p.grad.reshape(-1), pad]
-            pattern.append(p.grad is not None)
-        torch.cat(pieces, out=self.grad)
-        key = tuple(pattern)
+        return torch.cat(pieces, out=self.grad)
+
+    def live_flags(self) -> Tensor:
+        """Whether each parameter has a gradient (int32 on the device; made once for each pattern of missing
+        gradients: the warm-up steps before a CUDA graph's capture make the pattern the capture will see)."""
+        key = tuple(p.grad is not None for p in self.params)
         if key not in self._live:
             self._live[key] = torch.tensor(key, dtype=torch.int32, device=self.grad.device)
         return self._live[key]
+
+    def grad_table(self, capturing: bool) -> GradTable | None:
+        """The gradients' addresses for the kernel to read them in place; None if one is not a contiguous tensor
+        of the parameters' dtype, or in a capture without a table of its own (they are copied then)."""
+        from deeppot.kernels.adam import GradTable
+
+        grads = [p.grad for p in self.params]
+        if any(g is not None and (g.dtype != self.grad.dtype or not g.is_contiguous()) for g in grads):
+            return None
+        addresses = [0 if g is None else g.data_ptr() for g in grads]
+        if not capturing:
+            return GradTable(torch.tensor(addresses, dtype=torch.int64).to(self.grad.device), self.first, self.numel)
+        if self._spare is None:
+            return None
+        table, self._spare = self._spare, None
+        self._unfilled = (table, addresses)
+        return GradTable(table, self.first, self.numel)
+
+    def open_table(self) -> None:
+        """A table for the next capture, allocated before it: one allocated within would come from the graph's
+        pool, where the replay's earlier tensors may share its memory and overwrite it (run 96). A host-to-device
+        copy does not capture, so `fill_table` writes the addresses after the capture."""
+        self._spare = torch.empty(len(self.params), dtype=torch.int64, device=self.grad.device)
+
+    def fill_table(self) -> None:
+        if self._unfilled is not None:
+            table, addresses = self._unfilled
+            table.copy_(torch.tensor(addresses, dtype=torch.int64))
+            self._captured.append(table)
+        self._spare = self._unfilled = None

@@ -13,6 +13,7 @@ safe.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass
 
@@ -161,7 +162,9 @@ class GraphedStep(_Replayer):
 
     def _capture(self, store_id: int, frames: np.ndarray) -> _Captured:
         saved = self._snapshot()
-        captured = super()._capture(store_id, frames)
+        optimizer = self.tr.optimizer  # FlatAdam reads the captured gradients in place; torch.optim's (ZeRO) copies
+        with optimizer.captured_steps() if hasattr(optimizer, "captured_steps") else contextlib.nullcontext():
+            captured = super()._capture(store_id, frames)
         self._restore(saved)  # the warm-up updates must not count as training steps
         return captured
 
