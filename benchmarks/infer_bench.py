@@ -14,7 +14,8 @@ precision, saved as .dp for the peer. Modes, per size:
                   nlist_ms is the time of one neighbour-list build; the peak counts the built list, not its build;
   graphed         the same replayed from a CUDA graph (GPU only; GraphedEvaluation, what MD on small systems uses).
 Pair stages (--paths): auto = the fused Triton kernels where they run ("path": "fused"), else PyTorch; pytorch =
-fused=False ("path": "pytorch"); tf32 = the fused kernels' mixed-precision opt-in, float32 ("path": "fused-tf32").
+fused=False ("path": "pytorch"); tf32 = the mixed-precision opt-in, float32: TF32 GEMMs in the fused embedding kernels
+and the fitting nets ("path": "fused-tf32").
 ms_per_call is the mean over calls after warm-up (each call synchronised), atom_steps_per_s = natoms / that;
 peak_mem_MiB is torch.cuda.max_memory_allocated over the case (reset before its warm-up). A case that runs out of
 GPU memory gives a line with "error": "out of memory". With --peer WHEEL_DIR, DeePMD-kit 3.2.0 is installed from the
@@ -282,7 +283,7 @@ def run_deeppot(args, models: dict[str, str]) -> None:
                 ran_fused = run_model(torch, args, system, precision, models[key], path_opt, t_end)
                 if path_opt == "auto":
                     fused[key] = ran_fused
-                if args.compress and path_opt != "tf32":  # the tables have no GEMMs to run in TF32
+                if args.compress:  # tf32: the tables have no GEMMs, the fitting nets take TF32
                     run_model(torch, args, system, precision, models[f"{key}:compressed"], path_opt, t_end,
                               ":compressed")
 
@@ -372,7 +373,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--modes", nargs="+", default=list(MEASURE), choices=list(MEASURE))
     p.add_argument("--paths", nargs="+", default=["auto"], choices=list(PATH_OPTIONS),
                    help="auto: fused kernels where they run; pytorch: the PyTorch pair stage (fused=False); "
-                        "tf32: the fused kernels' mixed-precision opt-in (float32 only)")
+                        "tf32: the mixed-precision opt-in, TF32 GEMMs (float32 only)")
     p.add_argument("--data", type=Path, default=Path("../shared/data"))
     p.add_argument("--inputs", type=Path, default=Path("../shared/bench/inputs"))
     p.add_argument("--out", help="append the JSON lines to this file")

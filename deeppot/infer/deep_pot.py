@@ -12,8 +12,10 @@ memory stays linear in the atom count and no system is too large.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -58,8 +60,9 @@ class Evaluator:
     fused: None picks the fused Triton kernels where they can run (a GPU and a model of the supported shape,
     `deeppot.kernels.descriptor.unfusable_reason`; for a compressed model the table kernels of
     `deeppot.kernels.compressed`), True insists (ValueError where they cannot), False keeps PyTorch.
-    tf32: the mixed-precision opt-in of the fused kernels (one TF32 pass per float32 embedding GEMM instead of
-    three; about 1e-3 relative error in the embedding).
+    tf32: the mixed-precision opt-in on a GPU: one TF32 pass per float32 GEMM, in the fused embedding kernels
+    (instead of three) and in the fitting nets' cuBLAS GEMMs (instead of float32 arithmetic); about 1e-3 relative
+    error in each. A compressed model has no embedding GEMM; its fitting nets take the opt-in.
     """
 
     def __init__(self, model: EnergyModel, device: torch.device | str | None = None, fused: bool | None = None,
@@ -76,6 +79,7 @@ class Evaluator:
             self.scatter, self.pairs = scatter, pair_data
         if self.fused and tf32 and not model.descriptor.compressed:  # the tables have no GEMM to run in TF32
             self.pair_stage = functools.partial(self.pair_stage, precision="tf32")
+        self.tf32 = tf32 and self.device.type == "cuda"
         self.batch_atoms = batch_atoms or (2**20 if self.device.type == "cuda" else 2**14)
         self.chunk_atoms = chunk_atoms or max(1, memory_budget(self.device) // bytes_per_centre(model, self.fused))
         log.debug("evaluation on %s with the %s pair stage, %d centres a chunk", self.device,
@@ -131,8 +135,19 @@ class Evaluator:
 
     def evaluate_neighbors(self, flat: FlatNeighbors, atomic: bool = False) -> dict[str, Tensor]:
         """The outputs of `evaluate` from prebuilt neighbour data."""
-        with torch.no_grad():
+        with torch.no_grad(), self.gemm_precision():
             return evaluate_flat(self.model, flat, self.chunk_atoms, self.pair_stage, atomic, self.scatter, self.pairs)
+
+    @contextlib.contextmanager
+    def gemm_precision(self) -> Iterator[None]:
+        """Within: cuBLAS's float32 GEMMs (the fitting nets') on TF32 tensor cores if this evaluator takes the
+        opt-in (a CUDA graph captured within keeps them); PyTorch's process-wide setting is restored after."""
+        before = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = before or self.tf32
+        try:
+            yield
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = before
 
 
 class DeepPot:

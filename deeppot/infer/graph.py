@@ -74,7 +74,7 @@ class GraphedEvaluation:
     def run_eager(self, flat: FlatNeighbors) -> dict[str, Tensor]:
         """The evaluation the graph replays, run eagerly (sync-free: it can be captured in a larger graph)."""
         ev = self.evaluator
-        with torch.no_grad():
+        with torch.no_grad(), ev.gemm_precision():
             return evaluate_flat(ev.model, flat, ev.chunk_atoms, self.pair_stage, self.atomic, ev.scatter, ev.pairs)
 
     def _capture(self, flat: FlatNeighbors) -> _Captured:

@@ -93,3 +93,26 @@ def test_graphed_evaluation_equals_eager(precision, fused):
     for key, value in graphed(fewer).items():
         torch.testing.assert_close(value, want[key], **tol)
     assert graphed.captures == 2
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_tf32_opt_in_reaches_the_fitting_gemms(compressed):
+    """tf32=True runs the fitting nets' GEMMs on TF32 too: a compressed model (no embedding GEMM) differs from its
+    float32 evaluation, eager and graphed, by TF32's rounding only; PyTorch's setting is left as it was."""
+    from deeppot.infer.graph import GraphedEvaluation
+    from deeppot.io.compress import compress_model
+
+    model = water_model("float32")
+    if compressed:
+        model.min_nbor_dist.fill_(0.8)
+        compress_model(model)
+    coord, cells, atype = supercell(2)
+    exact, tf32 = DeepPot(model, "cuda").evaluator, DeepPot(model, "cuda", tf32=True).evaluator
+    as_t = lambda a, dt=torch.float64: torch.as_tensor(a, dtype=dt, device="cuda")  # noqa: E731
+    flat = exact.neighbors(as_t(coord), as_t(np.tile(atype, (2, 1)), torch.int64), as_t(cells).reshape(2, 3, 3))
+    want = exact.evaluate_neighbors(flat)
+    for got in (tf32.evaluate_neighbors(flat), GraphedEvaluation(tf32)(flat)):
+        assert torch.backends.cuda.matmul.allow_tf32 is False
+        for key in ("energy", "force"):
+            error = (got[key] - want[key]).abs().max() / want[key].abs().max()
+            assert 0 < error < 1e-2, (key, float(error))
