@@ -142,8 +142,11 @@ class Evaluator:
     def gemm_precision(self) -> Iterator[None]:
         """Within: cuBLAS's float32 GEMMs (the fitting nets') on TF32 tensor cores if this evaluator takes the
         opt-in (a CUDA graph captured within keeps them); PyTorch's process-wide setting is restored after."""
+        if not self.tf32:  # the process's setting stays untouched
+            yield
+            return
         before = torch.backends.cuda.matmul.allow_tf32
-        torch.backends.cuda.matmul.allow_tf32 = before or self.tf32
+        torch.backends.cuda.matmul.allow_tf32 = True
         try:
             yield
         finally:

@@ -107,3 +107,17 @@ def test_graphed_evaluation_needs_cuda():
 
     with pytest.raises(ValueError, match="CUDA"):
         GraphedEvaluation(Evaluator(make_model(), "cpu"))
+
+
+def test_tf32_is_set_only_within_an_evaluation(model):
+    """The tf32 opt-in turns on PyTorch's TF32 GEMM setting for the evaluator's calls alone (restored after, also
+    after an error) and is a no-op on a CPU, where there are no tensor cores."""
+    assert DeepPot(model, "cpu", tf32=True).evaluator.tf32 is False
+    ev = DeepPot(model, "cpu").evaluator
+    ev.tf32 = True  # as on a GPU
+    with ev.gemm_precision():
+        assert torch.backends.cuda.matmul.allow_tf32 is True
+    assert torch.backends.cuda.matmul.allow_tf32 is False
+    with pytest.raises(RuntimeError), ev.gemm_precision():
+        raise RuntimeError("a failed evaluation")
+    assert torch.backends.cuda.matmul.allow_tf32 is False
