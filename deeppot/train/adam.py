@@ -148,7 +148,6 @@ class FlatAdam(FusedAdam):
         # read the gradients where autograd left them instead of copying them into the flat buffer; None: in a
         # capture within `captured_steps` (the steps that matter; an eager table costs a host-to-device copy)
         self.grads_in_place: bool | None = None
-        self._tables_open = False
 
     @torch.no_grad()
     def step(self) -> None:
@@ -160,7 +159,8 @@ class FlatAdam(FusedAdam):
             self._lr.fill_(lr)
             lr = self._lr
         capturing = self.flats[0].param.is_cuda and torch.cuda.is_current_stream_capturing()
-        in_place = capturing and self._tables_open if self.grads_in_place is None else self.grads_in_place
+        in_place = capturing if self.grads_in_place is None else self.grads_in_place  # a capture outside
+        # `captured_steps` has no table to read (`grad_table` gives None) and copies
         for flat in self.flats:
             live = flat.live_flags()
             grad = flat.grad_table(capturing) if in_place else None
@@ -175,11 +175,9 @@ class FlatAdam(FusedAdam):
         context copies the gradients, as an eager step does."""
         for flat in self.flats:
             flat.open_table()
-        self._tables_open = True
         try:
             yield
         finally:
-            self._tables_open = False
             for flat in self.flats:
                 flat.fill_table()
 
