@@ -133,10 +133,13 @@ class Evaluator:
             nd = build_neighbor_data(coord, atype, box, self.model.rcut, self.model.sel)
         return FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
 
-    def evaluate_neighbors(self, flat: FlatNeighbors, atomic: bool = False) -> dict[str, Tensor]:
-        """The outputs of `evaluate` from prebuilt neighbour data."""
+    def evaluate_neighbors(self, flat: FlatNeighbors, atomic: bool = False,
+                           pair_stage: PairStage | None = None) -> dict[str, Tensor]:
+        """The outputs of `evaluate` from prebuilt neighbour data; pair_stage: a variant of this evaluator's (the
+        sync-free one that a CUDA graph captures)."""
         with torch.no_grad(), self.gemm_precision():
-            return evaluate_flat(self.model, flat, self.chunk_atoms, self.pair_stage, atomic, self.scatter, self.pairs)
+            return evaluate_flat(self.model, flat, self.chunk_atoms, pair_stage or self.pair_stage, atomic,
+                                 self.scatter, self.pairs)
 
     @contextlib.contextmanager
     def gemm_precision(self) -> Iterator[None]:

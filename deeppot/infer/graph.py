@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from deeppot.infer.deep_pot import Evaluator
-from deeppot.infer.evaluate import FlatNeighbors, evaluate_flat
+from deeppot.infer.evaluate import FlatNeighbors
 
 log = logging.getLogger(__name__)
 
@@ -73,9 +73,7 @@ class GraphedEvaluation:
 
     def run_eager(self, flat: FlatNeighbors) -> dict[str, Tensor]:
         """The evaluation the graph replays, run eagerly (sync-free: it can be captured in a larger graph)."""
-        ev = self.evaluator
-        with torch.no_grad(), ev.gemm_precision():
-            return evaluate_flat(ev.model, flat, ev.chunk_atoms, self.pair_stage, self.atomic, ev.scatter, ev.pairs)
+        return self.evaluator.evaluate_neighbors(flat, self.atomic, self.pair_stage)
 
     def _capture(self, flat: FlatNeighbors) -> _Captured:
         self.captured = None  # free the old graph's memory first
