@@ -21,7 +21,7 @@ path, case "water:<dtype>:devi<N>", "path" "sequential" (model after model, each
 --steps calls after --warmup calls (ms_min the fastest; the two paths' calls alternate; peak_mem_MiB is of both).
 
     python benchmarks/md_bench.py [--device cuda] [--sizes 192 1536 12288] [--dtype float32 float64]
-        [--steps 100] [--warmup 20] [--model model.dp] [--compress] [--sorted-nlist] [--devi 4]
+        [--steps 100] [--warmup 20] [--model model.dp] [--compress] [--tf32] [--sorted-nlist] [--devi 4]
         [--ase deeppot|deepmd [--peer-model model.pth]]
 """
 
@@ -82,7 +82,8 @@ def bench(natoms: int, dtype: str, args: argparse.Namespace) -> dict:
         compress_for(model, atoms)
     potential = md.DeepPotential([model], md.atom_types(atoms.get_chemical_symbols(), model.type_map),
                                  skin=args.skin, device=device, sort_neighbors=args.sorted_nlist,
-                                 graph={"auto": None, "on": True, "eval": True, "off": False}[args.graph])
+                                 graph={"auto": None, "on": True, "eval": True, "off": False}[args.graph],
+                                 tf32=args.tf32)
     state = md.init(atoms, potential, temperature=300.0, seed=0)
     integrator = md.BussiNVT(dt=args.dt, temperature=300.0, tau=100.0)
     stepper = md.Stepper(potential, graphs=args.graph != "eval")
@@ -93,6 +94,7 @@ def bench(natoms: int, dtype: str, args: argparse.Namespace) -> dict:
     counts = {"rebuilds": potential.rebuilds - builds, "replays": stepper.replays - replays,
               "evaluations": potential.evaluations - evaluations}
     suffix = (":compressed" if args.compress else "") + (":sorted" if args.sorted_nlist else "")
+    suffix += ":tf32" if args.tf32 else ""
     suffix += {"auto": "", "on": ":graph", "eval": ":graph-eval", "off": ":eager"}[args.graph]
     case = f"water:{dtype}:{len(atoms)}{suffix}"
     eval_ms = 1e3 * statistics.median(timed(device, lambda: potential.evaluators[0].evaluate_neighbors(
@@ -215,6 +217,7 @@ def main() -> None:
                         help="replay the MD step (on) or only the evaluation (eval) from CUDA graphs, or neither "
                              "(off); auto: the step, up to 20,000 atoms on a GPU (case suffix :graph, :graph-eval, "
                              ":eager when not auto)")
+    parser.add_argument("--tf32", action="store_true", help="the mixed-precision opt-in (float32 GEMMs on TF32)")
     parser.add_argument("--profile", metavar="DIR", help="write torch.profiler's table of 5 more steps per case")
     parser.add_argument("--devi", type=int, default=0, metavar="N",
                         help="time the model deviation of N models (sequential and batched) instead of MD")

@@ -173,7 +173,7 @@ def _md(args: argparse.Namespace) -> None:
 
     names = ("structure", "ensemble", "thermostat", "barostat", "temperature", "pressure", "dt", "steps", "thermo",
              "dump", "seed", "skin", "tau_t", "tau_p", "compressibility", "devi_freq", "device", "restart", "fmt",
-             "max_temperature", "precision", "graph")
+             "max_temperature", "precision", "graph", "tf32")
     opts = MDOptions(models=args.models, output=Path(args.output), **{name: getattr(args, name) for name in names})
     try:
         run_md(opts)
@@ -349,6 +349,9 @@ def _add_md_command(sub) -> None:
                         "scale, and a float64 model cast to it conserved energy as well in NVE, docs/md.md)")
     p.add_argument("--graph", choices=["auto", "on", "off"], default="auto",
                    help="replay each MD step from a CUDA graph (auto: up to 20,000 atoms on a GPU; docs/md.md)")
+    p.add_argument("--tf32", action="store_true",
+                   help="mixed-precision opt-in for float32 models on a GPU: their GEMMs on TF32 tensor cores "
+                        "(inputs rounded to 10 mantissa bits; docs/md.md)")
     p.add_argument("-o", "--output", default=".", help="folder for thermo.out, traj.extxyz, restart.pt")
     p.add_argument("--restart", default=None, help="continue from a restart file (restart.pt)")
     p.set_defaults(func=_md)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from deeppot.infer.deep_pot import default_device
 from deeppot.md.engine import init, run
 from deeppot.md.files import (
     ModelDeviWriter,
@@ -60,6 +61,7 @@ class MDOptions:
     max_temperature: float | None = None
     precision: str | None = None  # float32 | float64: run the models in it (default: as they were trained)
     graph: str = "auto"  # CUDA graphs: auto (small systems on a GPU), on, off (`DeepPotential(graph=...)`)
+    tf32: bool = False  # float32 models' GEMMs on TF32 tensor cores (`deeppot.infer.Evaluator(tf32=True)`)
 
 
 GRAPH_CHOICES = {"auto": None, "on": True, "off": False}
@@ -96,6 +98,7 @@ def run_md(opts: MDOptions) -> MDState:
     if opts.precision is not None:  # e.g. a float64-trained model in float32: 2-3x the speed at scale
         models = [m if m.descriptor.dtype == _DTYPES[opts.precision] else cast_model(m, opts.precision) for m in models]
         log.info("models run in %s (--precision)", opts.precision)
+    check_tf32(opts, models)
     out = Path(opts.output)
     out.mkdir(parents=True, exist_ok=True)
     state, potential = _start(opts, models)
@@ -112,6 +115,20 @@ def run_md(opts: MDOptions) -> MDState:
     return state
 
 
+def check_tf32(opts: MDOptions, models: list) -> None:
+    """--tf32 rounds the GEMM inputs of float32 models on a GPU's tensor cores; anywhere else it would silently
+    change nothing, so it is refused."""
+    if not opts.tf32:
+        return
+    wide = [name for name, m in zip(opts.models, models, strict=True) if m.descriptor.dtype != torch.float32]
+    if wide:
+        raise ValueError(f"--tf32 needs float32 models; {', '.join(wide)} run(s) in float64 (add --precision "
+                         f"float32 to cast them)")
+    if (torch.device(opts.device) if opts.device else default_device()).type != "cuda":
+        raise ValueError("--tf32 applies to a GPU's tensor cores; this run is on the CPU")
+    log.info("--tf32: the models' float32 GEMMs run on TF32 tensor cores (inputs rounded to 10 mantissa bits)")
+
+
 def _start(opts: MDOptions, models: list) -> tuple[MDState, DeepPotential]:
     """The state (from the structure, or the restart file) and the potential on the same atoms."""
     type_map = list(models[0].type_map)
@@ -119,12 +136,14 @@ def _start(opts: MDOptions, models: list) -> tuple[MDState, DeepPotential]:
         data = read_restart(opts.restart)
         atype = atom_types(data["symbols"], type_map)  # from the names: the models may order their types otherwise
         data["atype"] = atype
-        potential = DeepPotential(models, atype, opts.skin, opts.device, graph=GRAPH_CHOICES[opts.graph])
+        potential = DeepPotential(models, atype, opts.skin, opts.device, graph=GRAPH_CHOICES[opts.graph],
+                                  tf32=opts.tf32)
         return load_restart(data, potential, make_integrator(opts).settings()), potential
     if opts.structure is None:
         raise ValueError("a structure (-c) or a restart file (--restart) is needed")
     atoms = read_structure(opts.structure, type_map, opts.fmt)
-    potential = DeepPotential.for_atoms(models, atoms, opts.skin, opts.device, graph=GRAPH_CHOICES[opts.graph])
+    potential = DeepPotential.for_atoms(models, atoms, opts.skin, opts.device, graph=GRAPH_CHOICES[opts.graph],
+                                        tf32=opts.tf32)
     return init(atoms, potential, opts.temperature, opts.seed), potential
 
 

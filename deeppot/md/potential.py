@@ -73,6 +73,7 @@ class DeepPotential:
     sort_neighbors: False (the default) updates the list without sorting each row by distance
     (`SkinNeighborList(sort=False)`: the same neighbours, so the same energies to rounding, for less per step);
     True keeps DeePMD's slot order, as `DeepPot` has it.
+    tf32: the mixed-precision opt-in of `deeppot.infer.Evaluator` for every model (float32 models on a GPU).
     graph: replay the first model's evaluation from a CUDA graph (`deeppot.infer.graph.GraphedEvaluation`), and
     with it the whole MD step (`step_graphs`, read by `deeppot.md.Stepper`), one graph for the run (the skin list
     keeps fixed-capacity buffers); None: on a CUDA device for up to GRAPH_MAX_ATOMS atoms, where launches, not
@@ -81,7 +82,7 @@ class DeepPotential:
 
     def __init__(self, models: Sequence[EnergyModel], atype: Tensor, skin: float = 2.0,
                  device: torch.device | str | None = None, batched: bool | None = None,
-                 sort_neighbors: bool = False, graph: bool | None = None) -> None:
+                 sort_neighbors: bool = False, graph: bool | None = None, tf32: bool = False) -> None:
         if not models:
             raise ValueError("at least one model is needed")
         first = models[0]
@@ -90,7 +91,7 @@ class DeepPotential:
                 raise ValueError(f"model {i} has rcut {model.rcut}, sel {model.sel}, type map {model.type_map}; "
                                  f"model 0 has {first.rcut}, {first.sel}, {first.type_map}: model deviation during "
                                  f"MD evaluates every model on one neighbour list, so these must be equal")
-        self.evaluators = [Evaluator(m, device, fused=None) for m in models]
+        self.evaluators = [Evaluator(m, device, fused=None, tf32=tf32) for m in models]
         self.ensemble = EnsembleEvaluator(self.evaluators, batched)  # a lone model is simply evaluated
         self.device = self.evaluators[0].device
         self.atype = atype.to(self.device)[None]  # (1, N)
@@ -107,13 +108,13 @@ class DeepPotential:
     @classmethod
     def for_atoms(cls, models: Sequence[EnergyModel | str | Path], atoms: Atoms, skin: float = 2.0,
                   device: torch.device | str | None = None, batched: bool | None = None,
-                  graph: bool | None = None) -> DeepPotential:
+                  graph: bool | None = None, tf32: bool = False) -> DeepPotential:
         """The potential of model files or `EnergyModel`s for these ASE atoms (types from their symbols)."""
         from deeppot.io import load_model
 
         models = [m if isinstance(m, EnergyModel) else load_model(m) for m in models]
         return cls(models, atom_types(atoms.get_chemical_symbols(), models[0].type_map), skin, device, batched,
-                   graph=graph)
+                   graph=graph, tf32=tf32)
 
     @property
     def model(self) -> EnergyModel:

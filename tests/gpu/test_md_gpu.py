@@ -90,3 +90,24 @@ def test_deviation_after_graphed_steps_is_at_the_current_positions():
     fresh.compute(state.positions.clone(), state.cell.clone(), rebuild=True)
     torch.testing.assert_close(torch.as_tensor(pot.deviation()), torch.as_tensor(fresh.deviation()), rtol=1e-8,
                                atol=1e-10)
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_tf32_md_stays_near_float32_md(graph):
+    """tf32=True reaches the MD step (eager, and captured in the step's CUDA graph): NVE from one start with a
+    float32 model, the trajectory differs from the float32 one by TF32's rounding only."""
+    model = make_model(sel=(24, 24), rcut=4.0, resnet_dt=False, precision="float32")
+    runs, start = {}, None
+    for tf32 in (False, True):
+        atoms = water_like()
+        pot = md.DeepPotential.for_atoms([model], atoms, 0.5, "cuda", graph=graph, tf32=tf32)
+        state = md.init(atoms, pot, temperature=300.0, seed=3)
+        start = state.velocities.clone() if start is None else start
+        state.velocities = start.clone()
+        md.run(state, pot, md.VelocityVerlet(dt=0.5), 40)
+        runs[tf32] = state
+        assert pot.evaluators[0].tf32 == tf32 and pot.step_graphs == graph
+    assert torch.backends.cuda.matmul.allow_tf32 is False
+    shift = (runs[True].positions - runs[False].positions).abs().max()
+    assert 0 < shift < 1e-3, float(shift)
+    torch.testing.assert_close(runs[True].energy, runs[False].energy, rtol=1e-3, atol=1e-4)

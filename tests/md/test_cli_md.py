@@ -126,3 +126,12 @@ def test_graph_switch(files, tmp_path, capsys):
                                   thermo_rows(tmp_path / "auto" / "thermo.out"))
     assert md(files, tmp_path / "on", "--steps", "3", "--graph", "on") == 1
     assert "CUDA graphs need a CUDA device" in capsys.readouterr().err
+
+
+def test_tf32_is_refused_where_it_would_change_nothing(files, tmp_path, capsys):
+    """--tf32 rounds float32 GEMMs on a GPU: for a float64 model, or on the CPU, a clear error instead of a run
+    that silently ignores it. (On a GPU: tests/gpu/test_md_gpu.py.)"""
+    assert md(files, tmp_path / "f64", "--steps", "2", "--tf32") == 1
+    assert "--tf32 needs float32 models" in capsys.readouterr().err
+    assert md(files, tmp_path / "cpu", "--steps", "2", "--tf32", "--precision", "float32") == 1
+    assert "--tf32 applies to a GPU's tensor cores" in capsys.readouterr().err
