@@ -138,4 +138,51 @@ class StepGraph:
         self.potential.evaluations += 1
 
 
-__all__ = ["NEAR", "StepGraph", "Track", "optimistic_step"]
+class ComputeGraph:
+    """`potential.compute` on the current neighbour data, with its `skin_used`, captured for repeated calls on one
+    system from outside an MD loop (the ASE calculator): each call copies the positions and cell into the graph's
+    buffers and one replay gives, packed in one tensor for one read, [skin_used, energy, forces (N x 3), virial
+    (3 x 3)]. A skin_used over 1 means the list may have missed a pair: the caller rebuilds and computes eagerly.
+    Valid until a build outgrows the neighbour buffers (`valid`)."""
+
+    def __init__(self, potential, positions: Tensor, cell: Tensor | None) -> None:
+        self.potential, self.generation = potential, potential.nlist.generation
+        self.positions, self.cell = positions.clone(), None if cell is None else cell.clone()
+        evaluations = potential.evaluations
+        potential.capturing = True
+        try:
+            side = torch.cuda.Stream(positions.device)
+            side.wait_stream(torch.cuda.current_stream(positions.device))
+            with torch.cuda.stream(side):  # compile, tune and warm the allocator outside the capture
+                self._packed()
+            torch.cuda.current_stream(positions.device).wait_stream(side)
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.output = self._packed()
+        finally:
+            potential.capturing = False
+            potential.evaluations = evaluations
+        self.flat = potential.flat  # the neighbour data the replays refresh
+        self.replays = 0
+
+    def _packed(self) -> Tensor:
+        used = self.potential.skin_used(self.positions, self.cell)
+        energy, forces, virial = self.potential.compute(self.positions, self.cell, False)
+        return torch.cat([used.reshape(1), energy.reshape(1), forces.reshape(-1), virial.reshape(-1)])
+
+    def valid(self, potential) -> bool:
+        return potential is self.potential and potential.nlist.generation == self.generation
+
+    def __call__(self, positions: Tensor, cell: Tensor | None) -> Tensor:
+        """The packed outputs at these positions and cell (the graph's buffer: the next call overwrites it)."""
+        self.positions.copy_(positions)
+        if cell is not None:
+            self.cell.copy_(cell)
+        self.graph.replay()
+        self.potential.flat = self.flat
+        self.potential.evaluations += 1
+        self.replays += 1
+        return self.output
+
+
+__all__ = ["NEAR", "ComputeGraph", "StepGraph", "Track", "optimistic_step"]

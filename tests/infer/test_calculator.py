@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("ase")
 
 from ase import Atoms, units
-from ase.calculators.calculator import PropertyNotImplementedError
+from ase.calculators.calculator import PropertyNotImplementedError, all_changes
 from ase.calculators.fd import calculate_numerical_forces, calculate_numerical_stress
 from ase.md.verlet import VelocityVerlet
 from ase.optimize import BFGS
@@ -45,17 +45,19 @@ def types_of(atoms: Atoms) -> np.ndarray:
     return np.array([TYPE_MAP.index(s) for s in atoms.get_chemical_symbols()])
 
 
+@pytest.mark.parametrize("skin", [None, 1.0])
 @pytest.mark.parametrize("make_atoms", [triclinic_atoms, cluster_atoms])
-def test_forces_are_minus_the_energy_gradient(dp, make_atoms):
+def test_forces_are_minus_the_energy_gradient(dp, make_atoms, skin):
     atoms = make_atoms()
-    atoms.calc = DP(dp)
+    atoms.calc = DP(dp, skin=skin)
     numerical = calculate_numerical_forces(atoms, eps=1e-4)  # FD error ~1e-8 relative (forces are small)
     np.testing.assert_allclose(atoms.get_forces(), numerical, atol=1e-6 * np.abs(numerical).max())
 
 
-def test_stress_is_the_strain_derivative_of_the_energy(dp):
+@pytest.mark.parametrize("skin", [None, 1.0])
+def test_stress_is_the_strain_derivative_of_the_energy(dp, skin):
     atoms = triclinic_atoms()
-    atoms.calc = DP(dp)
+    atoms.calc = DP(dp, skin=skin)
     numerical = calculate_numerical_stress(atoms, eps=1e-5)
     np.testing.assert_allclose(atoms.get_stress(), numerical, atol=1e-6 * np.abs(numerical).max())
 
@@ -165,9 +167,10 @@ def test_energy_matches_deepmd_calculator(dp, tmp_path):
                                    rtol=1e-12)
 
 
-def test_velocity_verlet_conserves_energy(dp):
+@pytest.mark.parametrize("skin", [None, 1.0])
+def test_velocity_verlet_conserves_energy(dp, skin):
     atoms = triclinic_atoms(seed=2)
-    atoms.calc = DP(dp)
+    atoms.calc = DP(dp, skin=skin)
     kt = 300 * units.kB  # Maxwell-Boltzmann momenta at 300 K
     atoms.set_momenta(np.sqrt(atoms.get_masses() * kt)[:, None] * np.random.default_rng(0).normal(size=(12, 3)))
     total, potential = atoms.get_total_energy(), atoms.get_potential_energy()
@@ -183,3 +186,60 @@ def test_bfgs_lowers_the_energy(dp):
     start = atoms.get_potential_energy()
     BFGS(atoms, logfile=None).run(fmax=1e-5, steps=30)  # a flat random landscape: ~2e-3 eV down in 30 steps
     assert atoms.get_potential_energy() < start - 5e-4  # uphill with forces of the wrong sign
+
+
+def results(calc: DP, atoms: Atoms) -> dict:
+    calc.calculate(atoms, ["energy", "forces"] + (["stress"] if atoms.pbc.any() else []), all_changes)
+    return dict(calc.results)
+
+
+def assert_same_results(ours: dict, theirs: dict) -> None:
+    np.testing.assert_allclose(ours["energy"], theirs["energy"], rtol=1e-12)
+    np.testing.assert_allclose(ours["forces"], theirs["forces"], rtol=1e-10, atol=1e-12)
+    if "stress" in theirs:
+        np.testing.assert_allclose(ours["stress"], theirs["stress"], rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("make_atoms", [triclinic_atoms, cluster_atoms])
+def test_kept_list_equals_a_fresh_list_along_a_trajectory(dp, make_atoms):
+    """A kept skin list (skin=1.0, here on the CPU) gives a fresh list's results in every call: through small moves
+    (no rebuild), a move past skin / 2 (a rebuild) and, when periodic, a strained cell."""
+    atoms = make_atoms()
+    kept, fresh = DP(dp, skin=1.0), DP(dp, skin=None)
+    rng = np.random.default_rng(0)
+    for _ in range(4):  # 0.02 Å steps: ~0.07 Å in all, under skin / 2
+        atoms.positions += rng.normal(scale=0.02, size=atoms.positions.shape)
+        assert_same_results(results(kept, atoms), results(fresh, atoms))
+    assert kept.potential.rebuilds == 1 and fresh.potential is None
+    atoms.positions[0] += [0.6, 0.0, 0.0]  # past skin / 2
+    assert_same_results(results(kept, atoms), results(fresh, atoms))
+    assert kept.potential.rebuilds == 2
+    if atoms.pbc.any():
+        atoms.set_cell(atoms.cell.array @ np.diag([1.002, 0.999, 1.0]), scale_atoms=True)
+        assert_same_results(results(kept, atoms), results(fresh, atoms))
+
+
+def test_kept_list_follows_changed_atoms(dp):
+    """Other types or periodicity start a new kept list; per-atom properties take the fresh list."""
+    calc = DP(dp, skin=1.0)
+    atoms = triclinic_atoms()
+    results(calc, atoms)
+    first = calc.potential
+    swapped = atoms.copy()
+    swapped.symbols[[0, 1]] = swapped.symbols[[1, 0]]
+    assert swapped.get_chemical_symbols() != atoms.get_chemical_symbols()
+    assert_same_results(results(calc, swapped), results(DP(dp, skin=None), swapped))
+    assert calc.potential is not first
+    cluster = triclinic_atoms()
+    cluster.pbc = False
+    assert_same_results(results(calc, cluster), results(DP(dp, skin=None), cluster))
+    cluster.calc = calc
+    np.testing.assert_allclose(cluster.get_potential_energies().sum(), cluster.get_potential_energy(), rtol=1e-12)
+
+
+def test_skin_is_checked_and_auto_keeps_no_list_on_a_cpu(dp):
+    assert DP(dp).skin is None  # "auto" on the CPU
+    assert DP(dp, skin=0.5).skin == 0.5
+    for bad in (-1.0, "big"):
+        with pytest.raises(ValueError, match="skin must be a distance"):
+            DP(dp, skin=bad)

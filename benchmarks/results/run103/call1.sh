@@ -1,0 +1,35 @@
+#!/bin/bash
+# Run 103 (one H100): the ASE calculator keeping a skin neighbour list and replaying a CUDA graph (this tree) against
+# a fresh list in every call (.old = 72f7cf2), ASE NVT through `md_bench.py --ase deeppot` with a briefly trained
+# water model; GPU tests; MD speed with and without --tf32 at 192 and 1,536 atoms, each alone on the GPU.
+set -u
+export PYTHONUNBUFFERED=1
+export TMPDIR=$OUT/tmp; mkdir -p $TMPDIR
+T0=$(date +%s)
+el() { echo "== $(( $(date +%s) - T0 )) s: $*"; }
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+export PYTHONPATH=$PWD:/tmp/site:$PWD/benchmarks
+W=/tmp/w; mkdir -p $W
+el gpu tests
+timeout 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_calculator_gpu.py tests/gpu/test_md_gpu.py \
+  tests/infer/test_calculator.py 2>&1 | tee $OUT/run103_gpu_tests.txt | tail -3
+el train
+sed -e "s#DATA/#$PWD/.peer/data/#" -e 's/"numb_steps": *[0-9]*/"numb_steps": 5000/' benchmarks/results/gpu_nve/input.json > $W/input.json
+(cd $W && timeout 100 python3 -m deeppot train input.json > train.log 2>&1; python3 -m deeppot freeze -o water_f64.dp >> train.log 2>&1)
+tail -1 $W/lcurve.out | tee $OUT/run103_lcurve_tail.txt
+python3 -c "
+from deeppot.io import cast_model, load_model, save_model
+save_model(cast_model(load_model('/tmp/w/water_f64.dp'), 'float32'), '/tmp/w/water_f32.dp')"
+el ase
+for p in f32 f64; do for tree in . .old . .old; do
+  env PYTHONPATH=$PWD/$tree:/tmp/site:$PWD/$tree/benchmarks timeout 150 python3 $tree/benchmarks/md_bench.py --ase deeppot \
+    --sizes 192 1536 12288 --model $W/water_$p.dp --steps 100 --warmup 20 2>> $OUT/run103_err.txt \
+    | sed "s#^{#{\"tree\": \"$tree\", #" | tee -a $OUT/run103_ase.jsonl
+  [ $p = f64 ] && [ $tree = .old ] && break
+done; done
+el md speed
+for flag in "" --tf32; do
+  timeout 120 python3 benchmarks/md_bench.py --sizes 192 1536 --model $W/water_f32.dp --steps 200 --warmup 20 $flag \
+    2>> $OUT/run103_err.txt | tee -a $OUT/run103_md.jsonl
+done
+el end
