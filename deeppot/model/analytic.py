@@ -131,14 +131,16 @@ def fit_with_input_grad(nets: StackedMLP, x: Tensor, k: int | None) -> tuple[Ten
     return value, g
 
 
-def atomic_energy_and_grad(fitting, desc: Tensor, atype: Tensor) -> tuple[Tensor, Tensor]:
+def atomic_energy_and_grad(fitting, desc: Tensor, atype: Tensor,
+                           fit=fit_with_input_grad) -> tuple[Tensor, Tensor]:
     """E_i (nf, nloc) float64 and dE_i/dD_i (nf, nloc, ndesc) in the fitting precision, every type's net on every
     atom (static shapes). Inference runs each net on its own type's atoms instead, reading and writing their rows by
-    index (`deeppot.kernels.descriptor.energy_and_t_bar`)."""
+    index (`deeppot.kernels.descriptor.energy_and_t_bar`). fit: `fit_with_input_grad` or its fused twin for the
+    all-nets branch (`deeppot.kernels.fitting.fit_all`)."""
     x = desc.to(fitting.dtype)
     bias = (fitting.bias_atom_e + fitting.out_bias)[atype.clamp(min=0)]
     if fitting.at_once(x):  # every type's net on every atom at once, then each atom picks its own: few kernels
-        value, grad = fit_with_input_grad(fitting.nets, x.reshape(1, -1, x.shape[-1]), None)
+        value, grad = fit(fitting.nets, x.reshape(1, -1, x.shape[-1]), None)
         energy = own_type_rows(value, atype).reshape(atype.shape)
         return energy.to(torch.float64) + bias, own_type_rows(grad, atype).reshape(x.shape)
     energy = torch.zeros(atype.shape, dtype=torch.float64, device=x.device)

@@ -57,7 +57,8 @@ class EnergyModel(nn.Module):
         self.pair_energy_fn = analytic.energy_and_pair_grad  # a torch.compile'd twin after compile_forces()
         self.embed_fn = analytic.embed_all  # the fused Triton twin after use_fused_kernels()
         self.env_fn = analytic.env_rows  # the fused Triton twin after use_env_kernel()
-        self.fit_fn = analytic.atomic_energy_and_grad  # wrapped by training options (deeppot.train.memory)
+        # the Triton twin after use_fitting_kernel(); wrapped by training options (deeppot.train.memory)
+        self.fit_fn = analytic.atomic_energy_and_grad
 
     @classmethod
     def from_config(cls, model: dict[str, Any]) -> EnergyModel:
@@ -149,6 +150,17 @@ class EnergyModel(nn.Module):
         if not triton_available(device):
             return False
         self.env_fn = env_mat.env_rows
+        return True
+
+    def use_fitting_kernel(self, device: torch.device) -> bool:
+        """Swap in the fitting nets with the hand-written backward (`deeppot.kernels.fitting`) if Triton runs on
+        `device` and the nets qualify; returns whether it did."""
+        from deeppot.kernels import fitting
+        from deeppot.kernels.embedding import triton_available
+
+        if not (triton_available(device) and fitting.supports(self.fitting.nets)):
+            return False
+        self.fit_fn = fitting.atomic_energy_and_grad
         return True
 
     def forward_pairs_autograd(self, pairs: PairData, do_atomic_virial: bool = False,

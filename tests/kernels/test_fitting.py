@@ -1,0 +1,95 @@
+"""The fitting nets' hand-written value, input gradient and backward (`deeppot.kernels.fitting.FittingJet`) against
+autograd through the reference `deeppot.model.analytic.fit_with_input_grad` (GPU, or Triton's interpreter)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from helpers import make_model, pairs_of, training_gradients
+
+from deeppot.model import analytic
+from deeppot.model.fitting import EnergyFitting
+
+fitting = pytest.importorskip("deeppot.kernels.fitting")
+if fitting.triton is None:
+    pytest.skip("triton is not installed", allow_module_level=True)
+
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+TOL = {torch.float64: dict(rtol=1e-11, atol=1e-11), torch.float32: dict(rtol=2e-4, atol=2e-5)}
+
+SHAPES = {  # (input width, neuron): skips of every kind, with and without timesteps
+    "water-like": (24, [16, 16, 16]),  # no skip into the first layer, then same-width skips
+    "doubling": (6, [8, 16, 16]),  # none, doubling, same
+    "first-layer-skip": (8, [8, 16]),  # same width into the first layer, then doubling
+}
+
+
+def nets_and_input(shape: str, ntypes: int, resnet_dt: bool, dtype: torch.dtype, atoms: int = 37):
+    n_in, neuron = SHAPES[shape]
+    fit = EnergyFitting(ntypes, n_in, neuron, resnet_dt=resnet_dt, dtype=dtype, seed=3).to(DEVICE)
+    gen = torch.Generator().manual_seed(7)
+    with torch.no_grad():  # biases and timesteps away from DeePMD's init, so each term of the backward counts
+        for p in fit.parameters():
+            p.add_(torch.randn(p.shape, generator=gen, dtype=dtype).to(DEVICE) * 0.3)
+    x = torch.randn(1, atoms, n_in, generator=gen, dtype=dtype).to(DEVICE)
+    return fit.nets, x
+
+
+def value_grad_and_gradients(fit_fn, nets, x, weights):
+    """(value, dvalue/dx) and the gradients of a fixed linear functional of both wrt x and every parameter."""
+    x = x.clone().requires_grad_(True)
+    value, g = fit_fn(nets, x, None)
+    loss = (value * weights[0]).sum() + (g * weights[1]).sum()
+    params = [p for p in nets.parameters()]
+    return value, g, torch.autograd.grad(loss, [x, *params])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("shape", list(SHAPES))
+@pytest.mark.parametrize("resnet_dt", [True, False])
+@pytest.mark.parametrize("ntypes", [1, 3])
+def test_jet_and_its_backward_equal_autograd(dtype, shape, resnet_dt, ntypes):
+    nets, x = nets_and_input(shape, ntypes, resnet_dt, dtype)
+    gen = torch.Generator().manual_seed(11)
+    weights = [torch.randn(ntypes, x.shape[1], k, generator=gen, dtype=dtype).to(DEVICE) for k in (1, x.shape[-1])]
+    want = value_grad_and_gradients(analytic.fit_with_input_grad, nets, x, weights)
+    got = value_grad_and_gradients(fitting.fit_all, nets, x, weights)
+    names = ["x"] + [name for name, _ in nets.named_parameters()]
+    torch.testing.assert_close(got[0], want[0], **TOL[dtype], msg="value")
+    torch.testing.assert_close(got[1], want[1], **TOL[dtype], msg="input gradient")
+    assert len(got[2]) == len(want[2])
+    for name, a, b in zip(names, got[2], want[2], strict=True):
+        assert a.shape == b.shape, name
+        torch.testing.assert_close(a, b, **TOL[dtype], msg=f"d loss / d {name}")
+
+
+def test_the_jet_is_used_only_where_it_applies():
+    nets, x = nets_and_input("water-like", 2, True, torch.float64)
+    assert fitting.supports(nets)
+    with torch.no_grad():  # validation: no graph, the same numbers
+        plain = fitting.fit_all(nets, x, None)
+    assert plain[0].grad_fn is None
+    value, g = fitting.fit_all(nets, x, None)
+    assert type(value.grad_fn).__name__ == "FittingJetBackward"
+    torch.testing.assert_close((value, g), plain, rtol=0, atol=0)
+    one_net, _ = fitting.fit_all(nets, x, 0)  # one net: the reference
+    assert type(one_net.grad_fn).__name__ != "FittingJetBackward"
+    gelu = EnergyFitting(2, 24, [16, 16], activation_function="gelu", dtype=torch.float64)
+    assert not fitting.supports(gelu.nets)
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_training_gradients_through_the_jet(precision):
+    """The whole force-training pass with the model's fitting nets through the kernels (`use_fitting_kernel`):
+    energies, forces, virials and every parameter's gradient as through autograd's reference."""
+    model = make_model(precision=precision).to(DEVICE)
+    model.fitting.all_nets_at_once = True  # the GPU branch, here on any device
+    pairs = pairs_of(model, nframes=2).to(DEVICE)
+    want_out, want = training_gradients(model, pairs, analytic=False)
+    assert model.use_fitting_kernel(DEVICE)
+    got_out, got = training_gradients(model, pairs, analytic=True)
+    tol = TOL[model.fitting.dtype]
+    for key in ("energy", "force", "virial"):
+        torch.testing.assert_close(got_out[key], want_out[key], **tol, msg=key)
+    for (name, _), a, b in zip(model.named_parameters(), got, want, strict=True):
+        torch.testing.assert_close(a, b, **tol, msg=name)
