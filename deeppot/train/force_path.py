@@ -77,6 +77,9 @@ def choose_force_path(model, sampler, loss, request: PathOptions, compiled: bool
     check_tf32(model, request, sampler.stores[0].device)
     if request.tf32:  # before the embedding timing and the compile: both see the GEMMs the steps will run
         use_tf32_gemms()
+    device = sampler.stores[0].device
+    if device.type == "cuda" and not compiled and request.fused_kernels is not False and loss.use_kernel(device):
+        log.info("loss: fused Triton kernels (graphed steps)")  # compiled, Inductor fuses the reference
     pick_embedding(model, sampler, request, compiled, memory)
     return compile_or_fall_back(model, sampler, loss) if compiled else batch_loss
 

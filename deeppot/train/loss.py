@@ -41,6 +41,19 @@ class EnergyLoss:
         self.active = tuple(t for t in _TERMS if self.start[t] != 0.0 and self.limit[t] != 0.0)
         self.norm_exp = 2 if loss_section.get("intensive_ener_virial", False) else 1
         self.use_default_pf = bool(loss_section.get("use_default_pf", False))
+        self.kernel = None  # deeppot.kernels.loss after use_kernel()
+        self._constants: dict[int, Tensor] = {}
+
+    def use_kernel(self, device: torch.device) -> bool:
+        """Compute e, f, v losses of graphed steps (rate and flags on the device) with the fused Triton twin
+        (`deeppot.kernels.loss`) if Triton runs on `device`; returns whether it will."""
+        from deeppot.kernels import loss as fused
+        from deeppot.kernels.embedding import triton_available
+
+        if not (triton_available(device) and self.active and set(self.active) <= set(fused.TERMS)):
+            return False
+        self.kernel = fused
+        return True
 
     @property
     def metric_keys(self) -> list[str]:
@@ -60,6 +73,8 @@ class EnergyLoss:
         find: label name -> bool, 0/1 float or 0-d tensor (missing = 0); natoms: atoms per frame (N);
         lr: the learning rate of this step, float or 0-d tensor.
         """
+        if self.kernel is not None and self.kernel.applies(self, label, find, lr):
+            return self.kernel.fused_loss(self, self._kernel_constants(natoms, lr.device), pred, label, find, lr)
         # accumulated in float64 whatever the model precision, as DeePMD PT does
         loss = torch.zeros((), dtype=torch.float64, device=pred["energy"].device)
         metrics: dict[str, Tensor] = {}
@@ -78,6 +93,12 @@ class EnergyLoss:
         keys = self.metric_keys
         values = torch.stack([metrics[k].detach().to(torch.float64).reshape(()) for k in keys]).tolist()
         return dict(zip(keys, values, strict=True))
+
+    def _kernel_constants(self, natoms: int, device: torch.device) -> Tensor:
+        """The kernel's constants of a batch size, made at its first (eager, uncaptured) call."""
+        if natoms not in self._constants:
+            self._constants[natoms] = self.kernel.constants(self, natoms, device)
+        return self._constants[natoms]
 
     def _size_scale(self, term: str, natoms: int) -> float:
         """1/N^q for the extensive energy and virial terms, 1 otherwise."""
