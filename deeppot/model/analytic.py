@@ -276,4 +276,4 @@ def energy_and_pair_grad(model, rij: Tensor, nlist: Tensor, center_type: Tensor,
     desc = descriptor_from_t(t_mat, d.axis_neuron)
     energy, d_desc = model.fit_fn(model.fitting, desc.to(model.fitting.dtype), center_type)
     t_bar = t_bar_from_desc_grad(d_desc.to(d.dtype).reshape(*t_mat.shape[:2], t_mat.shape[-1], -1), t_mat)
-    return energy, pair_grad(d, rows, g, dg, t_bar)
+    return energy, model.pair_grad_fn(d, rows, g, dg, t_bar)

@@ -57,6 +57,7 @@ class EnergyModel(nn.Module):
         self.pair_energy_fn = analytic.energy_and_pair_grad  # a torch.compile'd twin after compile_forces()
         self.embed_fn = analytic.embed_all  # the fused Triton twin after use_fused_kernels()
         self.env_fn = analytic.env_rows  # the fused Triton twin after use_env_kernel()
+        self.pair_grad_fn = analytic.pair_grad  # the fused Triton twin after use_pair_grad_kernel()
         # the Triton twin after use_fitting_kernel(); wrapped by training options (deeppot.train.memory)
         self.fit_fn = analytic.atomic_energy_and_grad
 
@@ -123,7 +124,7 @@ class EnergyModel(nn.Module):
         compiled graphs (Inductor does not trace them), call `use_fused_kernels` first for that."""
         if self.embed_fn is not analytic.embed_all:
             self.embed_fn = torch.compiler.disable(self.embed_fn)
-        self.env_fn = analytic.env_rows  # Inductor fuses it with the rest
+        self.env_fn, self.pair_grad_fn = analytic.env_rows, analytic.pair_grad  # Inductor fuses them with the rest
         self.pair_energy_fn = torch.compile(analytic.energy_and_pair_grad, dynamic=False)
 
     def use_fused_kernels(self, device: torch.device, tf32: bool = False) -> bool:
@@ -150,6 +151,17 @@ class EnergyModel(nn.Module):
         if not triton_available(device):
             return False
         self.env_fn = env_mat.env_rows
+        return True
+
+    def use_pair_grad_kernel(self, device: torch.device) -> bool:
+        """Swap in dE/dr_ij from dE/dT as Triton kernels forward and backward (`deeppot.kernels.pair_grad`) if
+        Triton runs on `device`; returns whether it did."""
+        from deeppot.kernels import pair_grad
+        from deeppot.kernels.embedding import triton_available
+
+        if not triton_available(device):
+            return False
+        self.pair_grad_fn = pair_grad.pair_grad
         return True
 
     def use_fitting_kernel(self, device: torch.device) -> bool:

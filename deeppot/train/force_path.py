@@ -87,12 +87,12 @@ def choose_force_path(model, sampler, loss, request: PathOptions, compiled: bool
 def pick_embedding(model, sampler, request: PathOptions, compiled: bool, memory: MemoryOptions) -> None:
     """The fused kernels where forced (or by --tf32 uncompiled) or where the rule under compile wants them, PyTorch's
     where forced or where the rule wants it, otherwise the faster of the two by timing. Uncompiled GPU steps take
-    the environment-matrix and fitting kernels unless the kernels are turned off."""
+    the environment-matrix, pair-gradient and fitting kernels unless the kernels are turned off."""
     device = sampler.stores[0].device
     if device.type != "cuda" or request.fused_kernels is False:
         return
-    if not compiled and model.use_env_kernel(device):  # compiled, Inductor fuses the reference's kernels itself
-        log.info("environment matrix: fused Triton kernel")
+    if not compiled and model.use_env_kernel(device) and model.use_pair_grad_kernel(device):
+        log.info("environment matrix and its derivative: fused Triton kernels")  # compiled, Inductor fuses them
     if not compiled and not memory.bf16 and model.use_fitting_kernel(device):  # bf16 autocasts the reference
         log.info("fitting nets: hand-written backward (Triton kernels around cuBLAS)")
     if request.fused_kernels or memory.bf16 or (not compiled and request.tf32) or \
