@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from deeppot.kernels.embedding import triton
+from deeppot.kernels.env_rows import _geometry
 from deeppot.model import analytic
 from deeppot.model.slots import SlotLayout
 
@@ -36,8 +37,10 @@ if triton is not None:
 
     @triton.jit
     def _rows_kernel(rij_ptr, nlist_ptr, type_ptr, pos_ptr, avg_ptr, std_ptr, rr_ptr, coef_ptr, scale_ptr,
-                     nslots, nnei, nsel, rcut, rcut_smth, prot, BLOCK: tl.constexpr):
+                     nslots, nnei, nsel, geo_ptr, BLOCK: tl.constexpr):
         i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)  # flat slot index over (nf, nloc, nnei)
+        # in the model's precision from the device (a Python float argument would be a float32)
+        rcut, rcut_smth, prot = tl.load(geo_ptr), tl.load(geo_ptr + 1), tl.load(geo_ptr + 2)
         ok = i < nslots
         live = tl.load(nlist_ptr + i, mask=ok, other=-1) >= 0
         ctype = tl.load(type_ptr + i // nnei, mask=ok, other=0)
@@ -79,5 +82,6 @@ def env_rows(d, rij: Tensor, nlist: Tensor, center_type: Tensor, neighbor_type: 
     _rows_kernel[(triton.cdiv(nslots, BLOCK),)](
         rij.contiguous(), nlist.contiguous(), center_type.contiguous(), pos, d.davg.contiguous(),
         d.dstd.contiguous(), rr, coef,
-        scale, nslots, nnei, d.davg.shape[1], d.rcut, d.rcut_smth, d.env_protection, BLOCK=BLOCK)
+        scale, nslots, nnei, d.davg.shape[1], _geometry(d.rcut, d.rcut_smth, d.env_protection, sum(d.sel), d.dtype,
+                                                        rij.device), BLOCK=BLOCK)
     return analytic.EnvRows(rr, rij.to(d.dtype), coef[..., :1], coef[..., 1:2], coef[..., 2:], scale, None)

@@ -52,12 +52,12 @@ if triton is not None:
         return loss + coef * mse
 
     @triton.jit
-    def _loss_kernel(out_ptr, const_ptr, lr_ptr, start_lr,
+    def _loss_kernel(out_ptr, const_ptr, lr_ptr,
                      pe, le, ne, pfe, lse, fe, pf, lf, nf, pff, lsf, ff, pv, lv, nv, pfv, lsv, fv,
                      HAS_E: tl.constexpr, HAS_F: tl.constexpr, HAS_V: tl.constexpr, ITERS_E: tl.constexpr,
                      ITERS_F: tl.constexpr, ITERS_V: tl.constexpr, BLOCK: tl.constexpr):
         """out: [loss, rmse, rmse_e, rmse_f, rmse_v, coef_e, coef_f, coef_v] (float64)."""
-        lr = tl.load(lr_ptr).to(tl.float64) / start_lr
+        lr = tl.load(lr_ptr).to(tl.float64) / tl.load(const_ptr + 13)  # the rate over start_lr
         loss = tl.load(const_ptr + 12)  # 0.0, as float64
         if HAS_E:
             loss = _term(out_ptr, 0, loss, pe, le, ne, pfe, lse, fe, lr, const_ptr, ITERS_E,
@@ -103,13 +103,13 @@ class FusedLoss(torch.autograd.Function):
     """(loss, out) of the energy, force and virial terms present; out holds the metrics (module docstring)."""
 
     @staticmethod
-    def forward(ctx, consts: Tensor, lr: Tensor, start_lr: float, has: tuple[bool, bool, bool],
+    def forward(ctx, consts: Tensor, lr: Tensor, has: tuple[bool, bool, bool],
                 *tensors: Tensor) -> tuple[Tensor, Tensor]:
         preds, labels, found = [p.contiguous() for p in tensors[0:3]], tensors[3:6], tensors[6:9]
         out = consts.new_empty(8)
         flat = [x for p, lab, f in zip(preds, labels, found, strict=True) for x in (*_operands(p, lab), f)]
         iters = [triton.cdiv(p.numel(), BLOCK) if h else 0 for p, h in zip(preds, has, strict=True)]
-        _loss_kernel[(1,)](out, consts, lr, start_lr, *flat, HAS_E=has[0], HAS_F=has[1], HAS_V=has[2],
+        _loss_kernel[(1,)](out, consts, lr, *flat, HAS_E=has[0], HAS_F=has[1], HAS_V=has[2],
                            ITERS_E=iters[0], ITERS_F=iters[1], ITERS_V=iters[2], BLOCK=BLOCK)
         ctx.has = has
         ctx.save_for_backward(out, *preds, *labels)
@@ -125,7 +125,7 @@ class FusedLoss(torch.autograd.Function):
         blocks = triton.cdiv(max(op[2] for op, h in zip(ops, ctx.has, strict=True) if h), BLOCK)
         _loss_grad_kernel[(blocks,)](out, gout.contiguous(), *flat, HAS_E=ctx.has[0], HAS_F=ctx.has[1],
                                      HAS_V=ctx.has[2], BLOCK=BLOCK)
-        return None, None, None, None, *(g if h else None for g, h in zip(grads, ctx.has, strict=True)), \
+        return None, None, None, *(g if h else None for g, h in zip(grads, ctx.has, strict=True)), \
             *([None] * 6)
 
 
@@ -138,11 +138,13 @@ def applies(loss, label: dict, find: dict, lr) -> bool:
 
 
 def constants(loss, natoms: int, device: torch.device) -> Tensor:
-    """Per term (start, limit, 1/N^q or 1, the metric's 1/N or 1), then a zero: made once a batch shape, before
-    any capture (a host-to-device copy cannot be captured)."""
+    """Per term (start, limit, 1/N^q or 1, the metric's 1/N or 1), then 0 and start_lr: made once a batch shape,
+    before any capture (a host-to-device copy cannot be captured). Float64 on the device: a Python float argument
+    would reach the kernel as a float32."""
     rows = [(loss.start[t], loss.limit[t], loss._size_scale(t, natoms), 1.0 / natoms if t in ("e", "v") else 1.0)
             for t in TERMS]
-    return torch.tensor([x for row in rows for x in row] + [0.0], dtype=torch.float64, device=device)
+    return torch.tensor([x for row in rows for x in row] + [0.0, loss.start_lr], dtype=torch.float64,
+                        device=device)
 
 
 def fused_loss(loss, consts: Tensor, pred: dict, label: dict, find: dict, lr: Tensor):
@@ -150,7 +152,7 @@ def fused_loss(loss, consts: Tensor, pred: dict, label: dict, find: dict, lr: Te
     has = tuple(t in loss.active for t in TERMS)
     keys = [KEYS[t] if h else KEYS["e"] for t, h in zip(TERMS, has, strict=True)]  # absent: any valid operand
     tensors = [pred[p] for _, p in keys] + [label[lab] for lab, _ in keys] + [find[lab] for lab, _ in keys]
-    value, out = FusedLoss.apply(consts, lr, loss.start_lr, has, *tensors)
+    value, out = FusedLoss.apply(consts, lr, has, *tensors)
     metrics = {f"rmse_{t}": out[2 + i] for i, t in enumerate(TERMS) if has[i]}
     metrics["rmse"] = out[1]
     return value, metrics

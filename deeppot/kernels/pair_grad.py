@@ -61,7 +61,7 @@ if triton is not None:
 
     @triton.jit
     def _forward_kernel(g_ptr, dg_ptr, t_ptr, rr_ptr, x_ptr, coef_ptr, scale_ptr, out_ptr, nnei, m1, cstride,
-                        inv_n, NNEI: tl.constexpr, M1P: tl.constexpr, SLOTS: tl.constexpr):
+                        nsel, NNEI: tl.constexpr, M1P: tl.constexpr, SLOTS: tl.constexpr):
         atom = tl.program_id(0).to(tl.int64)
         m, on, t0, t1, t2, t3 = _t_bar(t_ptr, atom, m1, M1P)
         for j0 in range(0, NNEI, SLOTS):
@@ -71,10 +71,10 @@ if triton is not None:
             g = tl.load(g_ptr + s[:, None] * m1 + m[None, :], mask=both, other=0.0)
             dg = tl.load(dg_ptr + s[:, None] * m1 + m[None, :], mask=both, other=0.0)
             s_bar = tl.sum(dg * _rows_times_t(r0, r1, r2, r3, t0, t1, t2, t3), axis=1)
-            q0 = (tl.sum(g * t0[None, :], axis=1) + s_bar) * inv_n * k0
-            q1 = tl.sum(g * t1[None, :], axis=1) * inv_n * k1
-            q2 = tl.sum(g * t2[None, :], axis=1) * inv_n * k2
-            q3 = tl.sum(g * t3[None, :], axis=1) * inv_n * k3
+            q0 = (tl.sum(g * t0[None, :], axis=1) + s_bar) / nsel * k0
+            q1 = tl.sum(g * t1[None, :], axis=1) / nsel * k1
+            q2 = tl.sum(g * t2[None, :], axis=1) / nsel * k2
+            q3 = tl.sum(g * t3[None, :], axis=1) / nsel * k3
             radial = q0 * a + (q1 * x + q2 * y + q3 * z) * b
             tl.store(out_ptr + 3 * s, x * radial + q1 * c, mask=ok)
             tl.store(out_ptr + 3 * s + 1, y * radial + q2 * c, mask=ok)
@@ -82,7 +82,7 @@ if triton is not None:
 
     @triton.jit
     def _backward_kernel(o_ptr, g_ptr, dg_ptr, t_ptr, rr_ptr, x_ptr, coef_ptr, scale_ptr, g_bar_ptr, dg_bar_ptr,
-                         t_bar_ptr, nnei, m1, cstride, inv_n, NNEI: tl.constexpr, M1P: tl.constexpr,
+                         t_bar_ptr, nnei, m1, cstride, nsel, NNEI: tl.constexpr, M1P: tl.constexpr,
                          SLOTS: tl.constexpr):
         atom = tl.program_id(0).to(tl.int64)
         m, on, t0, t1, t2, t3 = _t_bar(t_ptr, atom, m1, M1P)
@@ -94,9 +94,9 @@ if triton is not None:
             ox, oy = tl.load(o_ptr + 3 * s, mask=ok, other=0.0), tl.load(o_ptr + 3 * s + 1, mask=ok, other=0.0)
             oz = tl.load(o_ptr + 3 * s + 2, mask=ok, other=0.0)
             xo = x * ox + y * oy + z * oz
-            d0 = a * xo * k0 * inv_n  # dL/dr_c / N
-            d1, d2, d3 = ((b * x * xo + c * ox) * k1 * inv_n, (b * y * xo + c * oy) * k2 * inv_n,
-                          (b * z * xo + c * oz) * k3 * inv_n)
+            d0 = a * xo * k0 / nsel  # dL/dr_c / N
+            d1, d2, d3 = ((b * x * xo + c * ox) * k1 / nsel, (b * y * xo + c * oy) * k2 / nsel,
+                          (b * z * xo + c * oz) * k3 / nsel)
             both = ok[:, None] & on[None, :]
             at = s[:, None] * m1 + m[None, :]
             g = tl.load(g_ptr + at, mask=both, other=0.0)
@@ -117,9 +117,10 @@ if triton is not None:
 
 
 def _meta(g: Tensor, rows: analytic.EnvRows, nsel: int) -> tuple[tuple, dict]:
-    """The kernels' trailing arguments and constants."""
+    """The kernels' trailing arguments and constants (nsel an integer: a Python float argument would reach the
+    kernel as a float32)."""
     nnei, m1 = g.shape[-2], g.shape[-1]
-    return (nnei, m1, rows.a.stride(-2), 1.0 / nsel), dict(NNEI=triton.cdiv(nnei, SLOTS) * SLOTS,
+    return (nnei, m1, rows.a.stride(-2), nsel), dict(NNEI=triton.cdiv(nnei, SLOTS) * SLOTS,
                                                            M1P=triton.next_power_of_2(m1), SLOTS=SLOTS)
 
 

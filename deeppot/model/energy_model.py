@@ -155,11 +155,13 @@ class EnergyModel(nn.Module):
 
     def use_pair_grad_kernel(self, device: torch.device) -> bool:
         """Swap in dE/dr_ij from dE/dT as Triton kernels forward and backward (`deeppot.kernels.pair_grad`) if
-        Triton runs on `device`; returns whether it did."""
+        Triton runs on `device` and the descriptor is float32; returns whether it did. In float64 the kernels are
+        slower than the reference's PyTorch kernels (water step 1.316 -> 1.41 ms on an H100, float32 1.188 -> 1.126;
+        benchmarks/results runs 107-108)."""
         from deeppot.kernels import pair_grad
         from deeppot.kernels.embedding import triton_available
 
-        if not triton_available(device):
+        if not triton_available(device) or self.descriptor.dtype != torch.float32:
             return False
         self.pair_grad_fn = pair_grad.pair_grad
         return True

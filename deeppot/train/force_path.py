@@ -91,8 +91,10 @@ def pick_embedding(model, sampler, request: PathOptions, compiled: bool, memory:
     device = sampler.stores[0].device
     if device.type != "cuda" or request.fused_kernels is False:
         return
-    if not compiled and model.use_env_kernel(device) and model.use_pair_grad_kernel(device):
-        log.info("environment matrix and its derivative: fused Triton kernels")  # compiled, Inductor fuses them
+    if not compiled and model.use_env_kernel(device):  # compiled, Inductor fuses the reference's kernels itself
+        log.info("environment matrix: fused Triton kernel")
+    if not compiled and model.use_pair_grad_kernel(device):
+        log.info("dE/dr_ij from dE/dT: fused Triton kernels")
     if not compiled and not memory.bf16 and model.use_fitting_kernel(device):  # bf16 autocasts the reference
         log.info("fitting nets: hand-written backward (Triton kernels around cuBLAS)")
     if request.fused_kernels or memory.bf16 or (not compiled and request.tf32) or \

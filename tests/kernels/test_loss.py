@@ -74,7 +74,7 @@ def test_fused_loss_equals_the_reference(section, nf, nloc, absent):
 
 
 def test_other_terms_and_host_rates_take_the_reference():
-    pred, label, find = batch(2, 4, {})
+    _, label, find = batch(2, 4, {})
     lr = torch.tensor(1e-3, dtype=torch.float64, device=DEVICE)
     loss = EnergyLoss(SECTIONS["e f"], start_lr=1e-3)
     assert loss.use_kernel(DEVICE)
