@@ -100,7 +100,7 @@ if triton is not None:
                           s_net, s_row, n_src, g_net, g_row, HAS_U: tl.constexpr, SKIP: tl.constexpr,
                           HAS_IDT: tl.constexpr, WRITE_H: tl.constexpr, BLOCK: tl.constexpr):
         """dh' = u + S^T(src) (u = dz W^T of the layer above; kept in place when WRITE_H), then dz and the
-        timestep's per-element gradient t into zt (nets, rows, 2m: [dz, t]; (nets, rows, m) without a timestep)."""
+        timestep's per-element gradient t into zt (2 or, without a timestep, 1, nets, rows, m: [dz, t])."""
         i, ok, net, row, col = _index(total, rows, m, BLOCK)
         hbar = tl.load(u_ptr + i, mask=ok & HAS_U, other=0.0)
         hbar = _add_skip(hbar, src_ptr, net, row, col, ok, s_net, s_row, n_src, SKIP)
@@ -111,11 +111,9 @@ if triton is not None:
             tl.load(g_ptr + net * g_net + row * g_row + col, mask=ok, other=0.0)
         d = 1.0 - a * a
         idt = _timestep(idt_ptr, net, col, ok, m, HAS_IDT)
-        width = 2 * m if HAS_IDT else m
-        at = zt_ptr + (net * rows + row) * width + col
-        tl.store(at, idt * (hbar - 2.0 * dgz_g * a) * d, mask=ok)
+        tl.store(zt_ptr + i, idt * (hbar - 2.0 * dgz_g * a) * d, mask=ok)
         if HAS_IDT:
-            tl.store(at + m, hbar * a + dgz_g * d, mask=ok)
+            tl.store(zt_ptr + total + i, hbar * a + dgz_g * d, mask=ok)
 
 
 def supports(nets) -> bool:
@@ -195,9 +193,9 @@ def _grad_bar(dgz: Tensor, src: Tensor, mode: int, a: Tensor, idt: Tensor | None
 
 def _value_bar(u: Tensor | None, src: Tensor, mode: int, dgz: Tensor, g: Tensor, a: Tensor,
                idt: Tensor | None, write_h: bool) -> tuple[Tensor, Tensor]:
-    """(dh', zt): zt (nets, P, 2m) = [dz, t] ((nets, P, m) = dz without a timestep)."""
-    nets, rows, m = a.shape
-    zt = a.new_empty(nets, rows, 2 * m if idt is not None else m)
+    """(dh', zt): zt (2, nets, P, m) = [dz, t] ((1, nets, P, m) = [dz] without a timestep), so that the sums over
+    P are contiguous (nets, m) rows, the gradients' own layout (no copy by autograd's accumulation)."""
+    zt = a.new_empty(2 if idt is not None else 1, *a.shape)
     g_net, g_row, _ = _strides(g)
     _launch(_value_bar_kernel, a, a if u is None else u, src, dgz, g, a, a if idt is None else idt, zt,
             tail=(*_strides(src), g_net, g_row), HAS_U=u is not None, SKIP=mode, HAS_IDT=idt is not None,
@@ -222,11 +220,10 @@ def _backward_value_pass(y_bar: Tensor, w_out: Tensor, hidden: list, kept: list,
     for (w, _, idt), (h, a, g, _), dgz, dw in zip(*(reversed(v) for v in (hidden, kept, dgzs, dws)), strict=True):
         own = _skip_mode(h.shape[-1], w.shape[-1])
         hbar, zt = _value_bar(u, src, mode, dgz, g, a, idt, write_h=own != NONE)
-        sums = zt.sum(1, keepdim=True)
-        m = w.shape[-1]
-        dz = zt[..., :m]
+        sums = zt.sum(2, keepdim=True)  # (2 or 1, nets, 1, m): dL/db, dL/didt
+        dz = zt[0]
         dw.baddbmm_(h.expand(dz.shape[0], -1, -1).transpose(1, 2), dz)
-        grads.append((dw, sums[..., :m], None if idt is None else sums[..., m:]))
+        grads.append((dw, sums[0], None if idt is None else sums[1]))
         u = torch.bmm(dz, w.transpose(1, 2))
         src, mode = hbar, _transposed(own)
     return grads[::-1], _plus_skip(u, src, mode)
