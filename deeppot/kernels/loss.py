@@ -108,7 +108,9 @@ class FusedLoss(torch.autograd.Function):
         preds, labels, found = [p.contiguous() for p in tensors[0:3]], tensors[3:6], tensors[6:9]
         out = consts.new_empty(8)
         flat = [x for p, lab, f in zip(preds, labels, found, strict=True) for x in (*_operands(p, lab), f)]
-        iters = [triton.cdiv(p.numel(), BLOCK) if h else 0 for p, h in zip(preds, has, strict=True)]
+        # trip counts rounded up to powers of two: few compiled variants however many batch shapes the data has
+        iters = [triton.next_power_of_2(triton.cdiv(p.numel(), BLOCK)) if h else 0
+                 for p, h in zip(preds, has, strict=True)]
         _loss_kernel[(1,)](out, consts, lr, *flat, HAS_E=has[0], HAS_F=has[1], HAS_V=has[2],
                            ITERS_E=iters[0], ITERS_F=iters[1], ITERS_V=iters[2], BLOCK=BLOCK)
         ctx.has = has
