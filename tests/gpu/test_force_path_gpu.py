@@ -92,3 +92,28 @@ def test_fused_adam_replayed_from_a_graph_equals_torch_optim():
     theirs = _graphed_adam_run(lambda ps, lr: torch.optim.Adam(ps, lr=lr, fused=True, capturable=True), weights)
     for a, b, w in zip(ours, theirs, weights, strict=True):
         assert torch.equal(a, b) and not torch.equal(a, w)
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_default_trainer_takes_the_step_kernels_and_trains_like_the_references(tmp_path, precision):
+    """The uncompiled graphed step with the fitting, loss, environment (and for float32 pair-gradient) kernels gives
+    the metrics of the same step on the PyTorch references (`--fused-kernels off`)."""
+    from deeppot.kernels import fitting, loss, pair_grad
+    from deeppot.model import analytic
+
+    config = tiny_input([small_system(tmp_path, "a", nframes=4, virial=True)], None, steps=4, precision=precision,
+                        virial=True)
+    runs = {}
+    for name, fused in (("kernels", None), ("references", False)):
+        options = RunOptions(workdir=tmp_path / name, device=torch.device("cuda"), progress=False,
+                             fused_kernels=fused, compile=False)
+        runs[name] = Trainer(normalize_input(copy.deepcopy(config)), options)
+    fast, ref = runs["kernels"], runs["references"]
+    assert fast.model.fit_fn is fitting.atomic_energy_and_grad and fast.loss.kernel is loss
+    assert fast.model.pair_grad_fn is (pair_grad.pair_grad if precision == "float32" else analytic.pair_grad)
+    assert ref.model.fit_fn is analytic.atomic_energy_and_grad and ref.loss.kernel is None
+    tol = dict(rtol=1e-9, atol=1e-12) if precision == "float64" else dict(rtol=2e-4, atol=1e-6)
+    for step in range(4):
+        m_fast, m_ref = fast.step(step), ref.step(step)
+        for key in m_ref:
+            torch.testing.assert_close(m_fast[key], m_ref[key], **tol, msg=f"step {step} {key}")
