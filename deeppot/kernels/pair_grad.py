@@ -21,7 +21,9 @@ from torch.autograd.function import once_differentiable
 from deeppot.kernels.embedding import triton
 from deeppot.model import analytic
 
-SLOTS = 16  # slots a chunk
+# (slots a chunk, warps) per precision: the fastest of `benchmarks/pair_grad_bench.py` on an H100 (run 113), each
+# compiled without spills for M1 = 100 (16 x 4 spilled 0.2 / 0.3 kB in float32, 1.2 / 8.5 kB in float64)
+TILES = {torch.float32: (8, 4), torch.float64: (4, 4)}
 
 if triton is not None:
     import triton.language as tl
@@ -120,8 +122,9 @@ def _meta(g: Tensor, rows: analytic.EnvRows, nsel: int) -> tuple[tuple, dict]:
     """The kernels' trailing arguments and constants (nsel an integer: a Python float argument would reach the
     kernel as a float32)."""
     nnei, m1 = g.shape[-2], g.shape[-1]
-    return (nnei, m1, rows.a.stride(-2), nsel), dict(NNEI=triton.cdiv(nnei, SLOTS) * SLOTS,
-                                                           M1P=triton.next_power_of_2(m1), SLOTS=SLOTS)
+    slots, warps = TILES[g.dtype]
+    return (nnei, m1, rows.a.stride(-2), nsel), dict(NNEI=triton.cdiv(nnei, slots) * slots,
+                                                     M1P=triton.next_power_of_2(m1), SLOTS=slots, num_warps=warps)
 
 
 class PairGrad(torch.autograd.Function):

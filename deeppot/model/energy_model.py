@@ -155,9 +155,9 @@ class EnergyModel(nn.Module):
 
     def use_pair_grad_kernel(self, device: torch.device) -> bool:
         """Swap in dE/dr_ij from dE/dT as Triton kernels forward and backward (`deeppot.kernels.pair_grad`) if
-        Triton runs on `device` and the descriptor is float32; returns whether it did. In float64 the kernels are
-        slower than the reference's PyTorch kernels (water step 1.316 -> 1.41 ms on an H100, float32 1.188 -> 1.126;
-        benchmarks/results runs 107-108)."""
+        Triton runs on `device` and the descriptor is float32; returns whether it did. In float64 they are no faster
+        than the reference's PyTorch kernels (forward and backward of a water batch on an H100: 171 us against 162;
+        the step 1.36 ms against 1.30), in float32 twice as fast (64 us against 135); benchmarks/results run 113."""
         from deeppot.kernels import pair_grad
         from deeppot.kernels.embedding import triton_available
 
