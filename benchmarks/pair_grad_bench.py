@@ -15,6 +15,7 @@ import json
 from types import SimpleNamespace
 
 import torch
+from embed_kernel_bench import time_graph
 
 from deeppot.kernels import pair_grad as kernels
 from deeppot.model import analytic
@@ -34,28 +35,14 @@ def inputs(dtype: torch.dtype, nf: int, nloc: int = 192, nnei: int = 112, m1: in
     return SimpleNamespace(sel=[46, 92]), rows, leaves, rand(nf, nloc, nnei, 3)
 
 
-def graphed_us(fn, d, rows, leaves, o, replays: int = 200) -> tuple[float, list[torch.Tensor]]:
-    """us per replay of forward + backward, and the gradients of the last one."""
-    def body():
-        return torch.autograd.grad(fn(d, rows, *leaves), leaves, o)
+def graphed_us(fn, d, rows, leaves, o) -> tuple[float, list[torch.Tensor]]:
+    """us per replay of forward + backward, and the gradients of the last replay."""
+    out = {}
 
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            body()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        grads = body()
-    graph.replay()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(replays):
-        graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return 1e3 * start.elapsed_time(end) / replays, grads
+    def body():
+        out["grads"] = torch.autograd.grad(fn(d, rows, *leaves), leaves, o)
+
+    return time_graph(body), out["grads"]
 
 
 def main() -> None:

@@ -174,14 +174,13 @@ def _forward(x: Tensor, hidden: list, w_out: Tensor, b_out: Tensor):
         kept.append((h_in, a, g, gz))
         u = torch.bmm(gz, w.transpose(1, 2))
         src, mode = g, _transposed(_skip_mode(h_in.shape[-1], w.shape[-1]))
-    return value, _plus_skip(u, src, mode), kept[::-1], h
+    return value, _plus_skip(u, src), kept[::-1], h
 
 
-def _plus_skip(u: Tensor, src: Tensor, mode: int) -> Tensor:
-    """u + S^T(src) below the first layer (a first layer with a skip: rare, so plain PyTorch)."""
-    if mode == NONE:
-        return u
-    return u + (src if mode == SAME else src[..., :u.shape[-1]] + src[..., u.shape[-1]:])
+def _plus_skip(u: Tensor, src: Tensor) -> Tensor:
+    """u + S^T(src) below the first layer (a first layer with a skip: rare, so the reference's PyTorch)."""
+    skip = analytic._skip_transposed(src, u.shape[-1], True)
+    return u if skip is None else u + skip
 
 
 def _grad_bar(dgz: Tensor, src: Tensor, mode: int, a: Tensor, idt: Tensor | None) -> Tensor:
@@ -226,7 +225,7 @@ def _backward_value_pass(y_bar: Tensor, w_out: Tensor, hidden: list, kept: list,
         grads.append((dw, sums[0], None if idt is None else sums[1]))
         u = torch.bmm(dz, w.transpose(1, 2))
         src, mode = hbar, _transposed(own)
-    return grads[::-1], _plus_skip(u, src, mode)
+    return grads[::-1], _plus_skip(u, src)
 
 
 class FittingJet(torch.autograd.Function):

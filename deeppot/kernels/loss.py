@@ -132,9 +132,9 @@ class FusedLoss(torch.autograd.Function):
 
 
 def applies(loss, label: dict, find: dict, lr) -> bool:
-    """The terms are among e, f, v; the rate and the flags are device tensors (a graphed step's); each frame's
-    labels contiguous."""
-    return (bool(loss.active) and set(loss.active) <= set(TERMS) and isinstance(lr, Tensor)
+    """For a loss whose terms `EnergyLoss.use_kernel` accepted (among e, f, v): the rate and the flags are device
+    tensors (a graphed step's) and each frame's labels contiguous."""
+    return (isinstance(lr, Tensor)
             and all(isinstance(find.get(KEYS[t][0]), Tensor) and label[KEYS[t][0]][0].is_contiguous()
                     for t in loss.active))
 
@@ -143,7 +143,7 @@ def constants(loss, natoms: int, device: torch.device) -> Tensor:
     """Per term (start, limit, 1/N^q or 1, the metric's 1/N or 1), then 0 and start_lr: made once a batch shape,
     before any capture (a host-to-device copy cannot be captured). Float64 on the device: a Python float argument
     would reach the kernel as a float32."""
-    rows = [(loss.start[t], loss.limit[t], loss._size_scale(t, natoms), 1.0 / natoms if t in ("e", "v") else 1.0)
+    rows = [(loss.start[t], loss.limit[t], loss._size_scale(t, natoms), loss.metric_scale(t, natoms))
             for t in TERMS]
     return torch.tensor([x for row in rows for x in row] + [0.0, loss.start_lr], dtype=torch.float64,
                         device=device)

@@ -83,7 +83,7 @@ class EnergyLoss:
             mse = self._mse(term, pred, label).to(torch.float64)
             scale = self._size_scale(term, natoms)
             loss = loss + self.prefactor(term, lr) * found * scale * mse
-            rmse = mse.detach().sqrt() * (1.0 / natoms if term in ("e", "v") else 1.0)
+            rmse = mse.detach().sqrt() * self.metric_scale(term, natoms)
             metrics[f"rmse_{term}"] = _nan_unless(rmse, found)
         metrics["rmse"] = loss.detach().sqrt()
         return loss, metrics
@@ -99,6 +99,11 @@ class EnergyLoss:
         if natoms not in self._constants:
             self._constants[natoms] = self.kernel.constants(self, natoms, device)
         return self._constants[natoms]
+
+    @staticmethod
+    def metric_scale(term: str, natoms: int) -> float:
+        """1/N for the energy and virial metrics (per atom), 1 otherwise."""
+        return 1.0 / natoms if term in ("e", "v") else 1.0
 
     def _size_scale(self, term: str, natoms: int) -> float:
         """1/N^q for the extensive energy and virial terms, 1 otherwise."""
