@@ -30,7 +30,6 @@ from deeppot.model import analytic
 
 BLOCK = 1024  # elements a program
 NONE, SAME, HALVES, TILE = 0, 1, 2, 3  # how a skip source of width n_src adds to a value of width m
-SPLIT_K_BLOCKS = 792  # most thread blocks of a GEMM split along k (six 32 x 32 tiles an SM of an H100)
 
 if triton is not None:
     import triton.language as tl
@@ -160,33 +159,11 @@ def _grad(u: Tensor | None, src: Tensor, mode: int, a: Tensor, idt: Tensor | Non
     return (src if u is None else u), gz
 
 
-def _split_k(rows: int, k: int, m: int, nets: int, dtype: torch.dtype = torch.float32) -> int:
-    """How many parts to split a long inner dimension k into, so that a float32 GEMM with few output tiles
-    (DeePMD's 1600-wide descriptor into a 240-wide layer, a frame of atoms) keeps the GPU busy: cuBLAS's batched
-    SIMT GEMM gives each 32 x 32 output tile one thread block walking all of k. A water float32 step 1.431 ->
-    1.353 ms, the alloy 1.263 -> 1.189; float64 (tensor-core DGEMM) 1.625 -> 1.635, so it keeps one part
-    (benchmarks/results run 115)."""
-    tiles = nets * -(-rows // 32) * -(-m // 32)
-    if k < 1024 or dtype != torch.float32:
-        return 1
-    return next((s for s in (8, 4, 2) if k % s == 0 and s * tiles <= SPLIT_K_BLOCKS and k // s >= 128), 1)
-
-
-def _bmm(a: Tensor, b: Tensor) -> Tensor:
-    """a (nets or 1, P, k) @ b (nets, k, m), split along k (`_split_k`) into partial products summed after."""
-    nets, k, m = b.shape
-    s = _split_k(a.shape[1], k, m, nets, b.dtype)
-    if s == 1:
-        return torch.bmm(a.expand(nets, -1, -1), b)
-    parts = torch.matmul(a.unflatten(2, (s, k // s)).transpose(1, 2), b.unflatten(1, (s, k // s)))
-    return parts.sum(1)
-
-
 def _forward(x: Tensor, hidden: list, w_out: Tensor, b_out: Tensor):
     """Value (nets, P, 1), g_0 (nets, P, n0), and per hidden layer (h, a, g', gz) for the backward."""
     h, acts = x, []
     for w, b, idt in hidden:
-        u = _bmm(h, w)
+        u = analytic.split_k_matmul(h, w)  # long k split into parts (the first layer)
         out = _layer(u, b, idt, h, _skip_mode(h.shape[-1], w.shape[-1]))
         acts.append((h, u))
         h = out
@@ -229,7 +206,7 @@ def _backward_input_pass(g0_bar: Tensor, hidden: list, kept: list) -> tuple[list
     """Reverse of the input-gradient pass, bottom up: per layer dgz and dL/dW's share; then dg_L."""
     dg, dgzs, dws = g0_bar, [], []
     for (w, _, idt), (h, a, _, gz) in zip(hidden, kept, strict=True):
-        dgz = _bmm(dg, w)
+        dgz = analytic.split_k_matmul(dg, w)
         dws.append(torch.bmm(dg.transpose(1, 2), gz))
         dgzs.append(dgz)
         dg = _grad_bar(dgz, dg, _skip_mode(h.shape[-1], w.shape[-1]), a, idt)

@@ -111,13 +111,53 @@ def _jet_out(x: Tensor, dx: Tensor, z: Tensor, u: Tensor, idt, act, d_act, resne
     return skip_connection(x, a, resnet), skip_connection(dx, da, resnet)
 
 
+SPLIT_K_BLOCKS = 792  # most thread blocks of a float32 GEMM split along k (six 32 x 32 tiles an SM of an H100)
+
+
+def k_parts(rows: int, k: int, m: int, nets: int, dtype: torch.dtype) -> int:
+    """How many parts to split a long inner dimension k into, so that a float32 GEMM with few output tiles
+    (DeePMD's 1600-wide descriptor into a 240-wide layer, a frame of atoms) keeps the GPU busy: cuBLAS's batched
+    SIMT GEMM gives each 32 x 32 output tile one thread block walking all of k. A water float32 step 1.431 ->
+    1.353 ms, the alloy 1.263 -> 1.189; float64 (tensor-core DGEMM) 1.625 -> 1.635, so it keeps one part
+    (benchmarks/results run 115)."""
+    tiles = nets * -(-rows // 32) * -(-m // 32)
+    if k < 1024 or dtype != torch.float32:
+        return 1
+    return next((s for s in (8, 4, 2) if k % s == 0 and s * tiles <= SPLIT_K_BLOCKS and k // s >= 128), 1)
+
+
+def split_k_matmul(a: Tensor, w: Tensor) -> Tensor:
+    """a (nets or 1, P, k) @ w (nets, k, m) as the sum of `k_parts` partial products."""
+    nets, k, m = w.shape
+    s = k_parts(a.shape[-2], k, m, nets, w.dtype)
+    if s == 1:
+        return a @ w
+    return (a.unflatten(-1, (s, k // s)).transpose(-3, -2) @ w.unflatten(-2, (s, k // s))).sum(-3)
+
+
+def split_k_matmul_t(g: Tensor, w: Tensor) -> Tensor:
+    """g (nets, P, m) @ w^T for w (nets, k, m), one product a block of w's k rows, so that autograd's product for
+    g's gradient (dg_in @ w, over the long k) is split along k as in `split_k_matmul`."""
+    nets, k, m = w.shape
+    s = k_parts(g.shape[-2], k, m, nets, w.dtype)
+    if s == 1:
+        return g @ w.transpose(-1, -2)
+    parts = g.unsqueeze(-3) @ w.unflatten(-2, (s, k // s)).transpose(-1, -2)  # (nets, s, P, k/s)
+    return parts.transpose(-3, -2).flatten(-2)
+
+
 def fit_with_input_grad(nets: StackedMLP, x: Tensor, k: int | None) -> tuple[Tensor, Tensor]:
-    """Fitting net value (..., 1) and d(value)/dx (..., n_in); all nets stacked when k is None."""
+    """Fitting net value (..., 1) and d(value)/dx (..., n_in); all nets stacked when k is None.
+
+    Under torch.compile, every net at once in float32, the products over a long k are split along it
+    (`split_k_matmul`); eager, this reference keeps plain products (the GPU's eager step runs
+    `deeppot.kernels.fitting`, which splits them itself)."""
     layers = list(_params(nets, k))
+    split = k is None and x.dim() == 3 and torch.compiler.is_compiling()
     saved = []
     h = x
     for w, b, idt, act, _, resnet in layers:
-        z = h @ w + b
+        z = (split_k_matmul(h, w) if split else h @ w) + b
         a = act(z)
         saved.append((h, z, a))
         h = skip_connection(h, a if idt is None else a * idt, resnet)
@@ -125,7 +165,7 @@ def fit_with_input_grad(nets: StackedMLP, x: Tensor, k: int | None) -> tuple[Ten
     g = torch.ones_like(value)
     for (w, _, idt, _, d_act, resnet), (h_in, z, a) in zip(reversed(layers), reversed(saved), strict=True):
         gz = g * d_act(z, a) if idt is None else g * idt * d_act(z, a)
-        g_in = gz @ w.transpose(-1, -2)
+        g_in = split_k_matmul_t(gz, w) if split else gz @ w.transpose(-1, -2)
         skip = _skip_transposed(g, h_in.shape[-1], resnet)
         g = g_in if skip is None else g_in + skip
     return value, g

@@ -21,7 +21,7 @@ SHAPES = {  # (input width, neuron): skips of every kind, with and without times
     "water-like": (24, [16, 16, 16]),  # no skip into the first layer, then same-width skips
     "doubling": (6, [8, 16, 16]),  # none, doubling, same
     "first-layer-skip": (8, [8, 16]),  # same width into the first layer, then doubling
-    "wide-input": (1024, [16, 16]),  # a descriptor long enough for the first layer's GEMMs to split along k
+    "wide-input": (1024, [16, 16]),  # long enough for float32 first-layer GEMMs to split (`analytic.k_parts`)
 }
 
 
@@ -70,18 +70,6 @@ def test_jet_and_its_backward_equal_autograd(dtype, shape, resnet_dt, ntypes):
     for name, a, b in zip(names, got[2], want[2], strict=True):
         assert a.shape == b.shape and a.is_contiguous(), name  # the parameter's layout: no copy on accumulation
         close(a, b, f"d loss / d {name}")
-
-
-def test_long_float32_products_split_along_k_give_the_batched_product():
-    assert fitting._split_k(37, 1024, 16, 3) > 1  # the wide-input shape above takes the split in float32
-    assert fitting._split_k(37, 240, 240, 3) == 1 and fitting._split_k(4096, 1600, 240, 2) == 1
-    assert fitting._split_k(37, 1024, 16, 3, torch.float64) == 1
-    gen = torch.Generator().manual_seed(5)
-    for nets_in_a in (1, 3):  # the first layer's shared input; the input-gradient pass's own rows per net
-        a = torch.randn(nets_in_a, 37, 1600, generator=gen)
-        b = torch.randn(3, 1600, 24, generator=gen)
-        exact = torch.bmm(a.double().expand(3, -1, -1), b.double())
-        torch.testing.assert_close(fitting._bmm(a, b).double(), exact, rtol=0, atol=2e-4)
 
 
 def test_the_jet_is_used_only_where_it_applies():

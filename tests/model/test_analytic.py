@@ -47,3 +47,43 @@ def test_analytic_float32_close_to_float64():
     pairs = pairs_of(m64)
     out64, out32 = m64.forward_pairs(pairs), m32.forward_pairs(pairs)
     torch.testing.assert_close(out32["force"], out64["force"], rtol=1e-4, atol=1e-5)
+
+
+def test_long_float32_products_split_along_k_give_the_plain_products():
+    from deeppot.model import analytic
+
+    assert analytic.k_parts(37, 1024, 16, 3, torch.float32) > 1
+    assert analytic.k_parts(37, 240, 240, 3, torch.float32) == 1  # short k
+    assert analytic.k_parts(4096, 1600, 240, 2, torch.float32) == 1  # enough output tiles already
+    assert analytic.k_parts(37, 1024, 16, 3, torch.float64) == 1
+    gen = torch.Generator().manual_seed(5)
+    w = torch.randn(3, 1600, 24, generator=gen)
+    for nets_in_a in (1, 3):  # the first layer's shared input; the input-gradient pass's rows per net
+        a = torch.randn(nets_in_a, 37, 1600, generator=gen)
+        exact = a.double() @ w.double()
+        torch.testing.assert_close(analytic.split_k_matmul(a, w).double(), exact, rtol=0, atol=2e-4)
+    g = torch.randn(3, 37, 24, generator=gen, requires_grad=True)
+    out = analytic.split_k_matmul_t(g, w)
+    torch.testing.assert_close(out.double(), g.double() @ w.double().transpose(1, 2), rtol=0, atol=2e-5)
+    weight = torch.randn(out.shape, generator=gen)
+    (grad,) = torch.autograd.grad((out * weight).sum(), g)  # dL/dg = weight @ w, the product split along k
+    torch.testing.assert_close(grad.double(), weight.double() @ w.double(), rtol=0, atol=2e-4)
+
+
+def test_compiled_fitting_branch_with_split_products_equals_the_plain_one(monkeypatch):
+    """fit_with_input_grad's products split along a long k under torch.compile (run eagerly here), float32."""
+    from deeppot.model import analytic
+    from deeppot.model.fitting import EnergyFitting
+
+    nets = EnergyFitting(3, 1024, [16, 16], dtype=torch.float32, seed=3).nets
+    x = (torch.randn(1, 37, 1024, generator=torch.Generator().manual_seed(7)) / 8).requires_grad_(True)
+    assert analytic.k_parts(37, 1024, 16, 3, torch.float32) > 1
+
+    def value_grad_and_gradients(compiling: bool):
+        monkeypatch.setattr(torch.compiler, "is_compiling", lambda: compiling)
+        value, g = analytic.fit_with_input_grad(nets, x, None)
+        loss = value.square().sum() + (g * torch.linspace(-1, 1, g.shape[-1])).sum()
+        return value, g, *torch.autograd.grad(loss, [x, *nets.parameters()])
+
+    for got, want in zip(value_grad_and_gradients(True), value_grad_and_gradients(False), strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5 * max(1.0, want.abs().max().item()))
