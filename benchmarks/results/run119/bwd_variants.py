@@ -64,8 +64,15 @@ STORED_G = [  # layer 3 read back from the forward's G and dG/ds (run 115's vari
     ("(rr, nlist, net_index, starts, *params, g_bar.contiguous()",
      "(rr, nlist, net_index, starts, *params, g, dg, g_bar.contiguous()"),
 ]
+WEIGHT_GRADS_IN = {  # run 120: the weight-gradient GEMMs (k = the chunk's 16 rows) in another precision
+    precision: [("        gw = tl.dot(tl.trans(x), gz, input_precision=PRECISION)\n"
+                 "        gw += tl.dot(tl.trans(dx), gu, input_precision=PRECISION)\n",
+                 f"        gw = tl.dot(tl.trans(x), gz, input_precision=\"{precision}\")\n"
+                 f"        gw += tl.dot(tl.trans(dx), gu, input_precision=\"{precision}\")\n")]
+    for precision in ("ieee", "tf32")}
 VARIANTS = {"current": [], "store-only": STORE_ONLY, "no-weight-grads": NO_WEIGHT_GRADS, "stored-G": STORED_G,
-            "stored-G+no-weight-grads": STORED_G + NO_WEIGHT_GRADS}
+            "stored-G+no-weight-grads": STORED_G + NO_WEIGHT_GRADS,
+            "weight-grads-ieee": WEIGHT_GRADS_IN["ieee"], "weight-grads-tf32": WEIGHT_GRADS_IN["tf32"]}
 
 
 def load_variant(name: str, patches: list, folder: Path):
@@ -85,16 +92,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--precision", default="float32")
     parser.add_argument("--cases", nargs="+", default=["water", "copper"])
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS))
+    parser.add_argument("--gemm", nargs="+", default=None, help="the kernels' float32 precisions to time")
     args = parser.parse_args()
     dtype = getattr(torch, args.precision)
     folder = Path(tempfile.mkdtemp(dir=os.environ.get("TMPDIR")))
-    modules = {name: load_variant(name, patches, folder) for name, patches in VARIANTS.items()}
+    modules = {name: load_variant(name, VARIANTS[name], folder) for name in args.variants}
     for case in args.cases:
         d, rr, ct = bench.setup(case, dtype)
         rr = rr.abs() / 4  # s in DeePMD's range, so tanh does not saturate everywhere
         us = bench.time_graph(bench.step_fn(d, rr, ct, bench.analytic.embed_all))
         print(json.dumps({"case": case, "precision": args.precision, "variant": "pytorch", "us_fwd_bwd": round(us, 1)}))
-        precisions = ["tf32x3", "tf32"] if dtype == torch.float32 else ["ieee"]
+        precisions = (args.gemm or ["tf32x3", "tf32"]) if dtype == torch.float32 else ["ieee"]
         for name, module in modules.items():
             for precision in precisions:
                 def embed(d, rr, ct, module=module, precision=precision):
@@ -106,7 +115,7 @@ def main() -> None:
                     row["error"] = f"{type(error).__name__}: {str(error)[:300]}"
                 print(json.dumps(row), flush=True)
         # the forward alone, to separate it from the backward
-        for precision in precisions:
+        for precision in precisions if "current" in modules else []:
             def fwd(module=modules["current"], precision=precision, d=d, rr=rr, ct=ct):
                 with torch.no_grad():
                     module.embed_all(d, rr, ct, precision=precision)
