@@ -1,19 +1,25 @@
 """Forces and virials from dE/dr_ij in one Triton kernel: the fast twin of
-`deeppot.infer.evaluate.add_forces_and_virial` (its branch without per-atom virials).
+`deeppot.infer.evaluate.add_forces_and_virial` (its branch without per-atom virials) and, differentiable once, of
+`deeppot.model.energy_model.forces_and_virial` in the training step (`TrainingForces`).
 
 For 10^5 atoms the PyTorch twin moves g = dE/dr_ij through ~6 kernels (a float64 copy, the centre sums, an
 `index_add_` of every pair row, a float64 copy of r_ij, a batched 3 x nnei x 3 GEMM for the virial): about a third
 of a compressed model's evaluation. Here one program per centre reads its rows once, accumulates in float64,
 writes its own force and virial sums and adds -g_ij to each neighbour's owner atomically (float64 atomics, as
 `index_add_` on a GPU: the order of additions, and so the last bits, may vary between runs).
+In training the PyTorch twin takes ~15 kernels a step forward and backward (float64 casts, the centre sums, a
+scatter, the pair virials and their sum, and autograd's transposes of each); `TrainingForces` takes one kernel each
+way, with frame-major atom indices and per-frame virials.
 Tests: tests/kernels/test_scatter.py (GPU, or Triton's interpreter on a CPU).
 """
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor
 
 from deeppot.kernels import embedding
+from deeppot.model.energy_model import forces_and_virial as forces_and_virial_reference
 
 if embedding.triton is not None:
     import triton
@@ -52,6 +58,101 @@ if embedding.triton is not None:
         tl.store(row + 8, tl.load(row + 8) - tl.sum(gz * z))
 
 
+if embedding.triton is not None:
+
+    @triton.jit
+    def _pair_rows(ptr, i, nnei, NNEI: tl.constexpr):
+        """Centre i's (NNEI,) x, y, z components of a (n, nnei, 3) tensor, float64, and the slots' validity."""
+        j = tl.arange(0, NNEI)
+        live = j < nnei
+        at = (i * nnei + j) * 3
+        return _component(ptr, at, 0, live), _component(ptr, at, 1, live), _component(ptr, at, 2, live), j, live
+
+    @triton.jit
+    def _add_virial_row(row, ga, x, y, z):
+        tl.atomic_add(row, -tl.sum(ga * x))
+        tl.atomic_add(row + 1, -tl.sum(ga * y))
+        tl.atomic_add(row + 2, -tl.sum(ga * z))
+
+    @triton.jit
+    def _training_forces_kernel(g_ptr, rij_ptr, nlist_ptr, force_ptr, virial_ptr, nloc, nnei, NNEI: tl.constexpr):
+        """One program per centre i (frame-major over nf * nloc): F_i += sum_j g_ij, F_owner -= g_ij, and the
+        frame's virial -= sum_j g_ij (x) r_ij; every addition atomic (owners and frames are shared)."""
+        i = tl.program_id(0).to(tl.int64)
+        gx, gy, gz, j, live = _pair_rows(g_ptr, i, nnei, NNEI)
+        owner = tl.load(nlist_ptr + i * nnei + j, mask=live, other=-1)
+        real = owner >= 0  # padded slots carry g = 0
+        dest = force_ptr + ((i // nloc) * nloc + owner) * 3
+        tl.atomic_add(dest, -gx, mask=real)
+        tl.atomic_add(dest + 1, -gy, mask=real)
+        tl.atomic_add(dest + 2, -gz, mask=real)
+        tl.atomic_add(force_ptr + i * 3, tl.sum(gx))
+        tl.atomic_add(force_ptr + i * 3 + 1, tl.sum(gy))
+        tl.atomic_add(force_ptr + i * 3 + 2, tl.sum(gz))
+        x, y, z = _pair_rows(rij_ptr, i, nnei, NNEI)[:3]
+        row = virial_ptr + (i // nloc) * 9
+        _add_virial_row(row, gx, x, y, z)
+        _add_virial_row(row + 3, gy, x, y, z)
+        _add_virial_row(row + 6, gz, x, y, z)
+
+    @triton.jit
+    def _training_forces_bwd_kernel(fbar_ptr, vbar_ptr, rij_ptr, nlist_ptr, gbar_ptr, nloc, nnei,
+                                    NNEI: tl.constexpr):
+        """dL/dg_ij = dL/dF_i - dL/dF_owner - sum_b dL/dW[a, b] r_ij[b] (W the frame's virial); padded slots take
+        atom 0 of the frame as owner, as the reference's clamped scatter does."""
+        i = tl.program_id(0).to(tl.int64)
+        x, y, z, j, live = _pair_rows(rij_ptr, i, nnei, NNEI)
+        owner = tl.maximum(tl.load(nlist_ptr + i * nnei + j, mask=live, other=0), 0)
+        other = fbar_ptr + ((i // nloc) * nloc + owner) * 3
+        vrow = vbar_ptr + (i // nloc) * 9
+        at = (i * nnei + j) * 3
+        for a in tl.static_range(3):
+            mine = tl.load(fbar_ptr + i * 3 + a)
+            theirs = tl.load(other + a, mask=live, other=0.0)
+            virial = tl.load(vrow + 3 * a) * x + tl.load(vrow + 3 * a + 1) * y + tl.load(vrow + 3 * a + 2) * z
+            tl.store(gbar_ptr + at + a, (mine - theirs - virial).to(gbar_ptr.dtype.element_ty), mask=live)
+
+
+class TrainingForces(torch.autograd.Function):
+    """(g (nf, nloc, nnei, 3), r_ij, nlist_loc) -> force (nf, nloc, 3), virial (nf, 9), float64; differentiable
+    once with respect to g (r_ij is data in training)."""
+
+    @staticmethod
+    def forward(ctx, g: Tensor, rij: Tensor, nlist_loc: Tensor) -> tuple[Tensor, Tensor]:
+        nf, nloc, nnei, _ = g.shape
+        force = g.new_zeros(nf, nloc, 3, dtype=torch.float64)
+        virial = g.new_zeros(nf, 9, dtype=torch.float64)
+        rij, nlist_loc = rij.contiguous(), nlist_loc.contiguous()
+        _training_forces_kernel[(nf * nloc,)](g.contiguous(), rij, nlist_loc, force, virial, nloc, nnei,
+                                              **_tile(nnei))
+        ctx.save_for_backward(rij, nlist_loc)
+        ctx.g_dtype = g.dtype
+        return force, virial
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, force_bar: Tensor, virial_bar: Tensor):  # an unused output's gradient comes as zeros
+        rij, nlist_loc = ctx.saved_tensors
+        nf, nloc, nnei, _ = rij.shape
+        g_bar = rij.new_empty(rij.shape, dtype=ctx.g_dtype)
+        _training_forces_bwd_kernel[(nf * nloc,)](force_bar.contiguous(), virial_bar.contiguous(), rij, nlist_loc,
+                                                  g_bar, nloc, nnei, **_tile(nnei))
+        return g_bar, None, None
+
+
+def _tile(nnei: int) -> dict:
+    return dict(NNEI=triton.next_power_of_2(nnei), num_warps=2 if nnei <= 128 else 4)
+
+
+def training_forces_and_virial(g: Tensor, rij: Tensor, nlist_loc: Tensor, atomic: bool = False) -> dict[str, Tensor]:
+    """`deeppot.model.energy_model.forces_and_virial` through `TrainingForces` (the model's `forces_fn` on
+    uncompiled GPU training steps); per-atom virials, or r_ij that needs a gradient, take the reference."""
+    if atomic or rij.requires_grad or not embedding.triton_available(g.device):
+        return forces_and_virial_reference(g, rij, nlist_loc, atomic)
+    force, virial = TrainingForces.apply(g, rij, nlist_loc)
+    return {"force": force, "virial": virial}
+
+
 def scatter_forces_and_virial(force: Tensor, virial: Tensor, g: Tensor, rij: Tensor, nlist_loc: Tensor,
                               start: int) -> None:
     """F_i += sum_j g_ij, F_owner(J) -= g_ij, virial_i -= sum_j g_ij (x) r_ij for the centres start..start+n-1.
@@ -66,4 +167,4 @@ def scatter_forces_and_virial(force: Tensor, virial: Tensor, g: Tensor, rij: Ten
                           NNEI=triton.next_power_of_2(nnei), num_warps=2 if nnei <= 128 else 4)
 
 
-__all__ = ["scatter_forces_and_virial"]
+__all__ = ["TrainingForces", "scatter_forces_and_virial", "training_forces_and_virial"]

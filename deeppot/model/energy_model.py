@@ -60,6 +60,7 @@ class EnergyModel(nn.Module):
         self.pair_grad_fn = analytic.pair_grad  # the fused Triton twin after use_pair_grad_kernel()
         # the Triton twin after use_fitting_kernel(); wrapped by training options (deeppot.train.memory)
         self.fit_fn = analytic.atomic_energy_and_grad
+        self.forces_fn = forces_and_virial  # the Triton twin after use_forces_kernel()
 
     @classmethod
     def from_config(cls, model: dict[str, Any]) -> EnergyModel:
@@ -113,7 +114,7 @@ class EnergyModel(nn.Module):
             with torch.set_grad_enabled(create_graph and torch.is_grad_enabled()):
                 atom_energy, g = self.pair_energy_fn(self, pairs.rij, pairs.nlist_loc, pairs.center_type,
                                                      pairs.neighbor_type, pairs.layout)
-                out = forces_and_virial(g, pairs.rij, pairs.nlist_loc, do_atomic_virial)
+                out = self.forces_fn(g, pairs.rij, pairs.nlist_loc, do_atomic_virial)
                 return {"energy": atom_energy.sum(dim=-1), "atom_energy": atom_energy, **out}
         return self.forward_pairs_autograd(pairs, do_atomic_virial, create_graph)
 
@@ -125,6 +126,7 @@ class EnergyModel(nn.Module):
         if self.embed_fn is not analytic.embed_all:
             self.embed_fn = torch.compiler.disable(self.embed_fn)
         self.env_fn, self.pair_grad_fn = analytic.env_rows, analytic.pair_grad  # Inductor fuses them with the rest
+        self.forces_fn = forces_and_virial
         self.pair_energy_fn = torch.compile(analytic.energy_and_pair_grad, dynamic=False)
 
     def use_fused_kernels(self, device: torch.device, tf32: bool = False) -> bool:
@@ -175,6 +177,17 @@ class EnergyModel(nn.Module):
         if not (triton_available(device) and fitting.supports(self.fitting.nets)):
             return False
         self.fit_fn = fitting.atomic_energy_and_grad
+        return True
+
+    def use_forces_kernel(self, device: torch.device) -> bool:
+        """Swap in forces and virial from dE/dr_ij as one Triton kernel each way (`deeppot.kernels.scatter`,
+        `TrainingForces`) if Triton runs on `device`; returns whether it did."""
+        from deeppot.kernels import scatter
+        from deeppot.kernels.embedding import triton_available
+
+        if not triton_available(device):
+            return False
+        self.forces_fn = scatter.training_forces_and_virial
         return True
 
     def forward_pairs_autograd(self, pairs: PairData, do_atomic_virial: bool = False,

@@ -87,7 +87,7 @@ def choose_force_path(model, sampler, loss, request: PathOptions, compiled: bool
 def pick_embedding(model, sampler, request: PathOptions, compiled: bool, memory: MemoryOptions) -> None:
     """The fused kernels where forced (or by --tf32 uncompiled) or where the rule under compile wants them, PyTorch's
     where forced or where the rule wants it, otherwise the faster of the two by timing. Uncompiled GPU steps take
-    the environment-matrix, pair-gradient and fitting kernels unless the kernels are turned off."""
+    the environment-matrix, pair-gradient, force and fitting kernels unless the kernels are turned off."""
     device = sampler.stores[0].device
     if device.type != "cuda" or request.fused_kernels is False:
         return
@@ -95,6 +95,8 @@ def pick_embedding(model, sampler, request: PathOptions, compiled: bool, memory:
         log.info("environment matrix: fused Triton kernel")
     if not compiled and model.use_pair_grad_kernel(device):
         log.info("dE/dr_ij from dE/dT: fused Triton kernels")
+    if not compiled and model.use_forces_kernel(device):
+        log.info("forces and virial from dE/dr_ij: fused Triton kernels")
     if not compiled and not memory.bf16 and model.use_fitting_kernel(device):  # bf16 autocasts the reference
         log.info("fitting nets: hand-written backward (Triton kernels around cuBLAS)")
     if request.fused_kernels or memory.bf16 or (not compiled and request.tf32) or \

@@ -96,10 +96,11 @@ def test_fused_adam_replayed_from_a_graph_equals_torch_optim():
 
 @pytest.mark.parametrize("precision", ["float64", "float32"])
 def test_default_trainer_takes_the_step_kernels_and_trains_like_the_references(tmp_path, precision):
-    """The uncompiled graphed step with the fitting, loss, environment (and for float32 pair-gradient) kernels gives
-    the metrics of the same step on the PyTorch references (`--fused-kernels off`)."""
-    from deeppot.kernels import fitting, loss, pair_grad
+    """The uncompiled graphed step with the fitting, loss, environment, force (and for float32 pair-gradient)
+    kernels gives the metrics of the same step on the PyTorch references (`--fused-kernels off`)."""
+    from deeppot.kernels import fitting, loss, pair_grad, scatter
     from deeppot.model import analytic
+    from deeppot.model.energy_model import forces_and_virial
 
     config = tiny_input([small_system(tmp_path, "a", nframes=4, virial=True)], None, steps=4, precision=precision,
                         virial=True)
@@ -112,6 +113,7 @@ def test_default_trainer_takes_the_step_kernels_and_trains_like_the_references(t
     assert fast.model.fit_fn is fitting.atomic_energy_and_grad and fast.loss.kernel is loss
     assert fast.model.pair_grad_fn is (pair_grad.pair_grad if precision == "float32" else analytic.pair_grad)
     assert ref.model.fit_fn is analytic.atomic_energy_and_grad and ref.loss.kernel is None
+    assert fast.model.forces_fn is scatter.training_forces_and_virial and ref.model.forces_fn is forces_and_virial
     tol = dict(rtol=1e-9, atol=1e-12) if precision == "float64" else dict(rtol=2e-4, atol=1e-6)
     for step in range(4):
         m_fast, m_ref = fast.step(step), ref.step(step)

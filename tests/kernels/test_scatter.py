@@ -42,3 +42,56 @@ def test_scatter_equals_its_pytorch_twin(dtype, nnei):
     torch.testing.assert_close(v, v_ref, rtol=1e-12, atol=1e-12)
     assert (v_ref[start:start + n] != torch.randn(ncentre, 9, generator=torch.Generator().manual_seed(2),
                                                   dtype=torch.float64).to(DEVICE)[start:start + n]).all()
+
+
+def frames(nf: int, nloc: int, nnei: int, dtype: torch.dtype, seed: int = 3):
+    """Training-shaped g, r_ij and frame-local owners (nf, nloc, nnei), padded slots with owner -1 and g = 0."""
+    gen = torch.Generator().manual_seed(seed)
+    owner = torch.randint(0, nloc, (nf, nloc, nnei), generator=gen)
+    owner[torch.rand(nf, nloc, nnei, generator=gen) < 0.3] = -1
+    g = torch.randn(nf, nloc, nnei, 3, generator=gen, dtype=torch.float64).masked_fill((owner < 0)[..., None], 0.0)
+    rij = torch.randn(nf, nloc, nnei, 3, generator=gen, dtype=torch.float64)
+    return g.to(dtype).to(DEVICE), rij.to(dtype).to(DEVICE), owner.to(DEVICE)
+
+
+@pytest.mark.parametrize(("dtype", "nf", "nnei"), [(torch.float64, 1, 7), (torch.float32, 3, 138),
+                                                    (torch.float64, 2, 200)])
+def test_training_forces_and_their_gradient_equal_the_reference(dtype, nf, nnei):
+    from deeppot.model.energy_model import forces_and_virial
+
+    g, rij, owner = frames(nf, 11, nnei, dtype)
+    gen = torch.Generator().manual_seed(4)
+    weights = (torch.randn(nf, 11, 3, generator=gen, dtype=torch.float64).to(DEVICE),
+               torch.randn(nf, 9, generator=gen, dtype=torch.float64).to(DEVICE))
+    results = []
+    for fn in (forces_and_virial, kernels.training_forces_and_virial):
+        g_in = g.clone().requires_grad_(True)
+        out = fn(g_in, rij, owner)
+        (grad,) = torch.autograd.grad((out["force"] * weights[0]).sum() + (out["virial"] * weights[1]).sum(), g_in)
+        results.append((out["force"], out["virial"], grad))
+    assert type(results[1][0].grad_fn).__name__ == "TrainingForcesBackward"
+    tol = dict(rtol=1e-12, atol=1e-12) if dtype == torch.float64 else dict(rtol=1e-6, atol=1e-6)
+    for got, want, name in zip(results[1], results[0], ("force", "virial", "dL/dg"), strict=True):
+        assert got.dtype == want.dtype, name
+        torch.testing.assert_close(got, want, **tol, msg=name)
+    g_in = g.clone().requires_grad_(True)  # a loss without the force term
+    (grad,) = torch.autograd.grad(kernels.TrainingForces.apply(g_in, rij, owner)[1].sum(), g_in)
+    g_ref = g.clone().requires_grad_(True)
+    (want,) = torch.autograd.grad(forces_and_virial(g_ref, rij, owner)["virial"].sum(), g_ref)
+    torch.testing.assert_close(grad, want, **tol)
+
+
+def test_training_gradients_through_the_force_kernel():
+    """Force training with the force/virial kernel: outputs and every parameter's gradient as through autograd's
+    reference."""
+    from helpers import make_model, pairs_of, training_gradients
+
+    model = make_model(precision="float64").to(DEVICE)
+    pairs = pairs_of(model, nframes=2).to(DEVICE)
+    want_out, want = training_gradients(model, pairs, analytic=False)
+    assert model.use_forces_kernel(DEVICE) and model.forces_fn is kernels.training_forces_and_virial
+    got_out, got = training_gradients(model, pairs, analytic=True)
+    for key in ("energy", "force", "virial"):
+        torch.testing.assert_close(got_out[key], want_out[key], rtol=1e-11, atol=1e-11, msg=key)
+    for (name, _), a, b in zip(model.named_parameters(), got, want, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12, msg=name)
