@@ -224,24 +224,25 @@ if triton is not None:
                         dg0 = _row_zero(rows, dx3)
 
     @triton.jit
-    def _add_matrix(ptr, value, N_OUT: tl.constexpr, PI: tl.constexpr, HI: tl.constexpr, NHI: tl.constexpr,
+    def _add_matrix(ptr, value, again, N_OUT: tl.constexpr, PI: tl.constexpr, HI: tl.constexpr, NHI: tl.constexpr,
                     PO: tl.constexpr, HO: tl.constexpr, NHO: tl.constexpr):
-        """ptr[W layout] += value: this program's own partial sums (no other program writes there)."""
+        """ptr[W layout] += value (again) or = value (the program's first chunk, so `part` needs no zeroing): this
+        program's own partial sums (no other program writes there)."""
         row, row_ok = _columns(PI, HI, NHI)
         col, col_ok = _columns(PO, HO, NHO)
         at = ptr + row[:, None] * N_OUT + col[None, :]
         ok = row_ok[:, None] & col_ok[None, :]
-        tl.store(at, tl.load(at, mask=ok, other=0.0) + value, mask=ok)
+        tl.store(at, tl.load(at, mask=ok & again, other=0.0) + value, mask=ok)
 
     @triton.jit
-    def _add_vector(ptr, value, P: tl.constexpr, H: tl.constexpr, NH: tl.constexpr):
+    def _add_vector(ptr, value, again, P: tl.constexpr, H: tl.constexpr, NH: tl.constexpr):
         col, ok = _columns(P, H, NH)
-        tl.store(ptr + col, tl.load(ptr + col, mask=ok, other=0.0) + value, mask=ok)
+        tl.store(ptr + col, tl.load(ptr + col, mask=ok & again, other=0.0) + value, mask=ok)
 
     @triton.jit
-    def _bwd_chunk(rr_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, gg_ptr, gdg_ptr, base1, extra_ptr, k,
-                   rows, live, slot, N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
-                   L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
+    def _bwd_chunk(rr_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, gg_ptr, gdg_ptr, base1, again,
+                   extra_ptr, k, rows, live, slot, N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr,
+                   L1: tl.constexpr, L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                    PRECISION: tl.constexpr, SKIP_PADDING: tl.constexpr):
         """One chunk's weight-gradient contributions, added to this program's partial sums at base1 (flat order of
         one net: W1, b1, W2, b2, W3, b3). With SKIP_PADDING, row 0 of the block also carries the gradients of the
@@ -271,16 +272,16 @@ if triton is not None:
             gdx3 += tl.load(extra_ptr + N3 + col[None, :] + 0 * rows[:, None], mask=first, other=0.0)
         w3t = _load_matrix_t(w3_ptr, k, N2, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
         gw, gb, gx2, gdx2 = _dense_jet_backward(x2, dx2, w3t, a3, u3, d3, gx3, gdx3, SKIP3, PRECISION)
-        _add_matrix(base3, gw, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
-        _add_vector(base3 + N2 * N3, gb, L3[0], L3[1], L3[2])
+        _add_matrix(base3, gw, again, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
+        _add_vector(base3 + N2 * N3, gb, again, L3[0], L3[1], L3[2])
         w2t = _load_matrix_t(w2_ptr, k, N1, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
         gw, gb, gx1, gdx1 = _dense_jet_backward(x1, dx1, w2t, a2, u2, d2, gx2, gdx2, SKIP2, PRECISION)
-        _add_matrix(base2, gw, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
-        _add_vector(base2 + N1 * N2, gb, L2[0], L2[1], L2[2])
+        _add_matrix(base2, gw, again, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
+        _add_vector(base2 + N1 * N2, gb, again, L2[0], L2[1], L2[2])
         # layer 1: x1 = tanh(s w1 + b1), dx1 = (1 - x1^2) w1 (the input tangent is 1)
         gz1 = (gx1 - 2.0 * gdx1 * w1[None, :] * x1) * d1
-        _add_vector(base1, tl.sum(gz1 * s[:, None] + gdx1 * d1, axis=0), L1[0], L1[1], L1[2])
-        _add_vector(base1 + N1, tl.sum(gz1, axis=0), L1[0], L1[1], L1[2])
+        _add_vector(base1, tl.sum(gz1 * s[:, None] + gdx1 * d1, axis=0), again, L1[0], L1[1], L1[2])
+        _add_vector(base1 + N1, tl.sum(gz1, axis=0), again, L1[0], L1[1], L1[2])
 
     @triton.jit
     def _padding_gradients(gg_ptr, gdg_ptr, nlist_ptr, extra_ptr, atom, start, length, nnei, N3: tl.constexpr,
@@ -327,7 +328,7 @@ if triton is not None:
                 # a chunk of padding only is skipped: its gradients went to row 0 (`_padding_gradients`)
                 if not _padding_only(nlist_ptr, atom, start, nnei, j0, slot, live, SKIP_PADDING):
                     _bwd_chunk(rr_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, gg_ptr, gdg_ptr, base1,
-                               extra_ptr, k, rows, live, slot, N1, N2, N3, L1, L2, L3, SKIP2, SKIP3, PRECISION,
+                               j0 > 0, extra_ptr, k, rows, live, slot, N1, N2, N3, L1, L2, L3, SKIP2, SKIP3, PRECISION,
                                SKIP_PADDING)
 
 
@@ -377,7 +378,7 @@ class _EmbedJet(torch.autograd.Function):
         _embed_fwd_kernel[(nf * nloc * nblocks,)](rr, nlist, net_index, starts, *params, g, dg, nnei, nblocks,
                                                   **meta)
         ctx.save_for_backward(rr, nlist, net_index, starts, *params)
-        ctx.meta = meta
+        ctx.meta, ctx.every_block_runs = meta, min(sel) > 0
         return g, dg
 
     @staticmethod
@@ -387,7 +388,7 @@ class _EmbedJet(torch.autograd.Function):
         nnei = rr.shape[2]
         nprog = net_index.numel()
         sizes = [p[0].numel() for p in params]  # per-net sizes of W1, b1, W2, b2, W3, b3
-        part = rr.new_zeros(nprog, sum(sizes))
+        part = _partial_sums(rr, nprog, sum(sizes), zeroed=not ctx.every_block_runs)
         extra = rr.new_empty(nprog if ctx.meta["SKIP_PADDING"] else 0, 2, ctx.meta["N3"])  # padding's gradients
         _embed_bwd_kernel[(nprog,)](rr, nlist, net_index, starts, *params, g_bar.contiguous(), dg_bar.contiguous(),
                                     part, extra, nnei, starts.numel() - 1, part.shape[1], **ctx.meta)
@@ -396,6 +397,12 @@ class _EmbedJet(torch.autograd.Function):
         total = owner @ part  # (nnets, sum(sizes)): each net's partial sums, reduced by one GEMM
         grads = [chunk.reshape(p.shape) for chunk, p in zip(total.split(sizes, dim=1), params, strict=True)]
         return None, None, None, None, None, None, *grads
+
+
+def _partial_sums(rr: Tensor, nprog: int, width: int, zeroed: bool) -> Tensor:
+    """Each backward program's slice of weight-gradient partial sums. Its first chunk (never skipped) stores the
+    slice whole, so it needs zeroing only where a block has no slots (its program runs no chunk)."""
+    return (rr.new_zeros if zeroed else rr.new_empty)(nprog, width)
 
 
 @functools.cache
