@@ -30,22 +30,33 @@ if embedding.triton is not None:
         return tl.load(ptr + at + c, mask=live, other=0.0).to(tl.float64)
 
     @triton.jit
-    def _scatter_kernel(g_ptr, rij_ptr, owner_ptr, force_ptr, virial_ptr, start, nnei, NNEI: tl.constexpr):
-        i = tl.program_id(0).to(tl.int64)
+    def _pair_rows(ptr, i, nnei, NNEI: tl.constexpr):
+        """Centre i's (NNEI,) x, y, z components of a (n, nnei, 3) tensor, float64, and the slots' validity."""
         j = tl.arange(0, NNEI)
         live = j < nnei
         at = (i * nnei + j) * 3
-        gx, gy, gz = _component(g_ptr, at, 0, live), _component(g_ptr, at, 1, live), _component(g_ptr, at, 2, live)
-        owner = tl.load(owner_ptr + i * nnei + j, mask=live, other=-1)
-        real = owner >= 0  # padded slots carry g = 0; they touch no atom
-        tl.atomic_add(force_ptr + owner * 3, -gx, mask=real)
-        tl.atomic_add(force_ptr + owner * 3 + 1, -gy, mask=real)
-        tl.atomic_add(force_ptr + owner * 3 + 2, -gz, mask=real)
-        centre = start + i
+        return _component(ptr, at, 0, live), _component(ptr, at, 1, live), _component(ptr, at, 2, live), j, live
+
+    @triton.jit
+    def _scatter_forces(force_ptr, centre, owner, real, gx, gy, gz):
+        """F_centre += sum_j g_ij and F_owner -= g_ij for the real slots (atom indices into force_ptr), atomically:
+        owners are shared between programs, and so is the centre's row."""
+        dest = force_ptr + owner * 3
+        tl.atomic_add(dest, -gx, mask=real)
+        tl.atomic_add(dest + 1, -gy, mask=real)
+        tl.atomic_add(dest + 2, -gz, mask=real)
         tl.atomic_add(force_ptr + centre * 3, tl.sum(gx))
         tl.atomic_add(force_ptr + centre * 3 + 1, tl.sum(gy))
         tl.atomic_add(force_ptr + centre * 3 + 2, tl.sum(gz))
-        x, y, z = _component(rij_ptr, at, 0, live), _component(rij_ptr, at, 1, live), _component(rij_ptr, at, 2, live)
+
+    @triton.jit
+    def _scatter_kernel(g_ptr, rij_ptr, owner_ptr, force_ptr, virial_ptr, start, nnei, NNEI: tl.constexpr):
+        i = tl.program_id(0).to(tl.int64)
+        gx, gy, gz, j, live = _pair_rows(g_ptr, i, nnei, NNEI)
+        owner = tl.load(owner_ptr + i * nnei + j, mask=live, other=-1)
+        centre = start + i
+        _scatter_forces(force_ptr, centre, owner, owner >= 0, gx, gy, gz)  # padded slots carry g = 0: no atom
+        x, y, z = _pair_rows(rij_ptr, i, nnei, NNEI)[:3]
         row = virial_ptr + centre * 9  # each centre's row belongs to this program alone
         tl.store(row, tl.load(row) - tl.sum(gx * x))
         tl.store(row + 1, tl.load(row + 1) - tl.sum(gx * y))
@@ -56,17 +67,6 @@ if embedding.triton is not None:
         tl.store(row + 6, tl.load(row + 6) - tl.sum(gz * x))
         tl.store(row + 7, tl.load(row + 7) - tl.sum(gz * y))
         tl.store(row + 8, tl.load(row + 8) - tl.sum(gz * z))
-
-
-if embedding.triton is not None:
-
-    @triton.jit
-    def _pair_rows(ptr, i, nnei, NNEI: tl.constexpr):
-        """Centre i's (NNEI,) x, y, z components of a (n, nnei, 3) tensor, float64, and the slots' validity."""
-        j = tl.arange(0, NNEI)
-        live = j < nnei
-        at = (i * nnei + j) * 3
-        return _component(ptr, at, 0, live), _component(ptr, at, 1, live), _component(ptr, at, 2, live), j, live
 
     @triton.jit
     def _add_virial_row(row, ga, x, y, z):
@@ -81,14 +81,7 @@ if embedding.triton is not None:
         i = tl.program_id(0).to(tl.int64)
         gx, gy, gz, j, live = _pair_rows(g_ptr, i, nnei, NNEI)
         owner = tl.load(nlist_ptr + i * nnei + j, mask=live, other=-1)
-        real = owner >= 0  # padded slots carry g = 0
-        dest = force_ptr + ((i // nloc) * nloc + owner) * 3
-        tl.atomic_add(dest, -gx, mask=real)
-        tl.atomic_add(dest + 1, -gy, mask=real)
-        tl.atomic_add(dest + 2, -gz, mask=real)
-        tl.atomic_add(force_ptr + i * 3, tl.sum(gx))
-        tl.atomic_add(force_ptr + i * 3 + 1, tl.sum(gy))
-        tl.atomic_add(force_ptr + i * 3 + 2, tl.sum(gz))
+        _scatter_forces(force_ptr, i, (i // nloc) * nloc + owner, owner >= 0, gx, gy, gz)  # padded slots: g = 0
         x, y, z = _pair_rows(rij_ptr, i, nnei, NNEI)[:3]
         row = virial_ptr + (i // nloc) * 9
         _add_virial_row(row, gx, x, y, z)
@@ -141,6 +134,7 @@ class TrainingForces(torch.autograd.Function):
 
 
 def _tile(nnei: int) -> dict:
+    """Launch constants of the force kernels: every slot of a centre in one program."""
     return dict(NNEI=triton.next_power_of_2(nnei), num_warps=2 if nnei <= 128 else 4)
 
 
@@ -164,7 +158,7 @@ def scatter_forces_and_virial(force: Tensor, virial: Tensor, g: Tensor, rij: Ten
     if n == 0:
         return
     _scatter_kernel[(n,)](g.contiguous(), rij.contiguous(), nlist_loc.contiguous(), force, virial, start, nnei,
-                          NNEI=triton.next_power_of_2(nnei), num_warps=2 if nnei <= 128 else 4)
+                          **_tile(nnei))
 
 
 __all__ = ["TrainingForces", "scatter_forces_and_virial", "training_forces_and_virial"]

@@ -45,13 +45,10 @@ def test_scatter_equals_its_pytorch_twin(dtype, nnei):
 
 
 def frames(nf: int, nloc: int, nnei: int, dtype: torch.dtype, seed: int = 3):
-    """Training-shaped g, r_ij and frame-local owners (nf, nloc, nnei), padded slots with owner -1 and g = 0."""
-    gen = torch.Generator().manual_seed(seed)
-    owner = torch.randint(0, nloc, (nf, nloc, nnei), generator=gen)
-    owner[torch.rand(nf, nloc, nnei, generator=gen) < 0.3] = -1
-    g = torch.randn(nf, nloc, nnei, 3, generator=gen, dtype=torch.float64).masked_fill((owner < 0)[..., None], 0.0)
-    rij = torch.randn(nf, nloc, nnei, 3, generator=gen, dtype=torch.float64)
-    return g.to(dtype).to(DEVICE), rij.to(dtype).to(DEVICE), owner.to(DEVICE)
+    """Training-shaped g, r_ij (in dtype) and frame-local owners (nf, nloc, nnei): `chunk`'s rows, frame by frame."""
+    g, rij, owner = chunk(nf * nloc, nnei, nloc, dtype, seed)
+    shape = (nf, nloc, nnei)
+    return g.reshape(*shape, 3), rij.to(dtype).reshape(*shape, 3), owner.reshape(shape)
 
 
 @pytest.mark.parametrize(("dtype", "nf", "nnei"), [(torch.float64, 1, 7), (torch.float32, 3, 138),
