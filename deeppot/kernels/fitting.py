@@ -159,11 +159,12 @@ def _grad(u: Tensor | None, src: Tensor, mode: int, a: Tensor, idt: Tensor | Non
     return (src if u is None else u), gz
 
 
-def _forward(x: Tensor, hidden: list, w_out: Tensor, b_out: Tensor):
-    """Value (nets, P, 1), g_0 (nets, P, n0), and per hidden layer (h, a, g', gz) for the backward."""
+def _forward(x: Tensor, hidden: list, w_out: Tensor, b_out: Tensor, split: bool = True):
+    """Value (nets, P, 1), g_0 (nets, P, n0), and per hidden layer (h, a, g', gz) for the backward.
+    split: a long k split into parts (the first layer's product, `analytic.split_k_matmul`)."""
     h, acts = x, []
     for w, b, idt in hidden:
-        u = analytic.split_k_matmul(h, w)  # long k split into parts (the first layer)
+        u = analytic.split_k_matmul(h, w) if split else h @ w
         out = _layer(u, b, idt, h, _skip_mode(h.shape[-1], w.shape[-1]))
         acts.append((h, u))
         h = out
@@ -264,14 +265,33 @@ def _unpack(timesteps: tuple[bool, ...], params: tuple[Tensor, ...]):
     return hidden, params[i], params[i + 1]
 
 
+def _flat_params(nets, k: int | None = None) -> tuple[tuple[bool, ...], list[Tensor]]:
+    """Which hidden layers have a timestep, and the parameters in `_unpack`'s order (of net k alone: nets 1)."""
+    pick = slice(None) if k is None else slice(k, k + 1)
+    timesteps = tuple(layer.idt is not None for layer in nets.layers[:-1])
+    return timesteps, [p[pick] for layer in nets.layers for p in (layer.matrix, layer.bias, layer.idt)
+                       if p is not None]
+
+
+def value_and_input_grad(nets, x: Tensor, k: int | None) -> tuple[Tensor, Tensor]:
+    """Inference's `analytic.fit_with_input_grad` (same contract, no autograd): the forward of `FittingJet`, one
+    elementwise kernel a layer each way instead of PyTorch's ~5, and whole products (the split gained nothing in
+    graphed inference, run 119). The reference where the kernels do not apply."""
+    if not supports(nets) or x.dtype != nets.dtype or not triton_available(x.device) or \
+            x.dim() != (2 if k is not None else 3):
+        return analytic.fit_with_input_grad(nets, x, k)
+    hidden, w_out, b_out = _unpack(*_flat_params(nets, k))
+    value, g0, _, _ = _forward(x if k is None else x[None], hidden, w_out, b_out, split=False)
+    return (value, g0) if k is None else (value[0], g0[0])
+
+
 def fit_all(nets, x: Tensor, k: int | None) -> tuple[Tensor, Tensor]:
     """`analytic.fit_with_input_grad`'s contract: every net on x (1 or nets, P, n_in) through `FittingJet`
     where the kernels run; the reference otherwise (one net, another shape or activation, no Triton)."""
     if k is not None or x.dim() != 3 or not supports(nets) or x.dtype != nets.dtype or \
             not triton_available(x.device):
         return analytic.fit_with_input_grad(nets, x, k)
-    timesteps = tuple(layer.idt is not None for layer in nets.layers[:-1])
-    params = [p for layer in nets.layers for p in (layer.matrix, layer.bias, layer.idt) if p is not None]
+    timesteps, params = _flat_params(nets)
     return FittingJet.apply(x, timesteps, *params)
 
 

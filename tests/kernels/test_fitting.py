@@ -72,6 +72,24 @@ def test_jet_and_its_backward_equal_autograd(dtype, shape, resnet_dt, ntypes):
         close(a, b, f"d loss / d {name}")
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("shape", list(SHAPES))
+@pytest.mark.parametrize("resnet_dt", [True, False])
+def test_inference_value_and_input_grad_equal_the_reference(dtype, shape, resnet_dt):
+    nets, x = nets_and_input(shape, 3, resnet_dt, dtype)
+    tol = dict(TOL[dtype])
+    if shape == "wide-input":
+        tol["atol"] *= 10.0
+    with torch.no_grad():
+        for k in (None, 0, 2):  # every net on every atom (CUDA graphs), or one type's net on its own rows
+            rows = x if k is None else x[0, k:]
+            got = fitting.value_and_input_grad(nets, rows, k)
+            want = analytic.fit_with_input_grad(nets, rows, k)
+            assert [g.shape for g in got] == [w.shape for w in want]
+            for a, b, what in zip(got, want, ("value", "input gradient"), strict=True):
+                torch.testing.assert_close(a, b, **tol, msg=f"{what} of net {k}")
+
+
 def test_the_jet_is_used_only_where_it_applies():
     nets, x = nets_and_input("water-like", 2, True, torch.float64)
     assert fitting.supports(nets)
