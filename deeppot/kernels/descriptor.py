@@ -8,8 +8,8 @@ so two kernels recompute the embedding net per chunk of slots and contract it at
   `analytic.env_rows` + `analytic.embed_all` + the contraction in `analytic.energy_and_pair_grad`.
 - `pair_grad_from_t_bar`: dE/dr_ij (nloc, nnei, 3) from dE/dT; the twin of `analytic.pair_grad`.
 
-Between them, `fused_pair_stage` runs the fitting nets (per-atom work, no slots: cuBLAS products and one Triton
-kernel a layer each way, `deeppot.kernels.fitting.value_and_input_grad`), with D = T^T T< and dE/dT from
+Between them, `fused_pair_stage` runs the fitting nets (per-atom work, no slots:
+`deeppot.kernels.fitting_gemm.value_and_input_grad`), with D = T^T T< and dE/dT from
 `deeppot.kernels.descriptor_matrix`. In the kernels here one program handles one centre atom: for each
 neighbour-type block it loads that block's net (net b, or net (t_i, b) when two-sided) and walks the block's slots
 in chunks of BLOCK rows. Where measured faster, the atom-tile kernels of `deeppot.kernels.atom_tiles` run instead
@@ -26,8 +26,7 @@ import functools
 import torch
 from torch import Tensor
 
-from deeppot.kernels import atom_tiles, descriptor_matrix, embedding
-from deeppot.kernels import fitting as fitting_kernels
+from deeppot.kernels import atom_tiles, descriptor_matrix, embedding, fitting_gemm
 from deeppot.kernels.env_rows import net_args
 from deeppot.kernels.reach import Reach, add_tail, excluded_as_padding, find_reach, tile_tops
 from deeppot.model import analytic
@@ -209,12 +208,12 @@ def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool)
     """Between the two kernels of a fused stage: atomic energies (n,) float64 and dE/dT (n, 4, M1) from T, the
     fitting nets on their own type's atoms (per-type index lists: a host sync) or, sync_free, on every atom.
     D and dE/dT go through `deeppot.kernels.descriptor_matrix`, which reads and writes a type's rows by index; the
-    nets through `deeppot.kernels.fitting.value_and_input_grad`."""
+    nets through `deeppot.kernels.fitting_gemm.value_and_input_grad`."""
     d, fitting = model.descriptor, model.fitting
     if d.ntypes == 1 or sync_free:
         desc = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype)
         energy, d_desc = analytic.atomic_energy_and_grad(fitting, desc[None], center_type[None],
-                                                         fit=fitting_kernels.value_and_input_grad)
+                                                         fit=fitting_gemm.value_and_input_grad)
         return energy[0], descriptor_matrix.t_bar_from_desc_grad(d_desc[0], t_mat)
     energy = torch.empty(len(t_mat), dtype=torch.float64, device=t_mat.device)
     t_bar = torch.empty_like(t_mat)  # every atom has one of the types: each row is written below
@@ -222,7 +221,7 @@ def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool)
     for t in range(d.ntypes):
         idx = torch.nonzero(center_type == t).reshape(-1)
         desc = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype, idx)
-        value, d_desc = fitting_kernels.value_and_input_grad(fitting.nets, desc, t)
+        value, d_desc = fitting_gemm.value_and_input_grad(fitting.nets, desc, t)
         energy[idx] = value[:, 0].to(torch.float64) + bias[t]
         descriptor_matrix.t_bar_from_desc_grad(d_desc, t_mat, idx, t_bar)
     return energy, t_bar

@@ -159,23 +159,43 @@ def _grad(u: Tensor | None, src: Tensor, mode: int, a: Tensor, idt: Tensor | Non
     return (src if u is None else u), gz
 
 
-def _forward(x: Tensor, hidden: list, w_out: Tensor, b_out: Tensor, split: bool = True):
-    """Value (nets, P, 1), g_0 (nets, P, n0), and per hidden layer (h, a, g', gz) for the backward.
-    split: a long k split into parts (the first layer's product, `analytic.split_k_matmul`)."""
+class Products:
+    """A layer's products and elementwise work, cuBLAS then one Triton kernel each way: `_forward`'s default.
+    split: a long k split into parts (the first layer's product, `analytic.split_k_matmul`).
+    `deeppot.kernels.fitting_gemm.FusedProducts` is the one-kernel twin for inference on many atoms."""
+
+    def __init__(self, split: bool = True):
+        self.split = split
+
+    def layer(self, h: Tensor, w: Tensor, b: Tensor, idt: Tensor | None, mode: int) -> tuple[Tensor, Tensor]:
+        """(a, h') of a hidden layer."""
+        u = analytic.split_k_matmul(h, w) if self.split else h @ w
+        return u, _layer(u, b, idt, h, mode)  # a in place of u
+
+    def grad(self, gz: Tensor | None, w: Tensor | None, src: Tensor, mode: int, a: Tensor,
+             idt: Tensor | None) -> tuple[Tensor, Tensor]:
+        """(g', gz') of a layer from the layer above's gz and W (None at the top: g' = src)."""
+        return _grad(None if gz is None else torch.bmm(gz, w.transpose(1, 2)), src, mode, a, idt)
+
+    def product_t(self, gz: Tensor, w: Tensor) -> Tensor:
+        return torch.bmm(gz, w.transpose(1, 2))
+
+
+def _forward(x: Tensor, hidden: list, w_out: Tensor, b_out: Tensor, products: Products | None = None):
+    """Value (nets, P, 1), g_0 (nets, P, n0), and per hidden layer (h, a, g', gz) for the backward."""
+    ops = products or Products()
     h, acts = x, []
     for w, b, idt in hidden:
-        u = analytic.split_k_matmul(h, w) if split else h @ w
-        out = _layer(u, b, idt, h, _skip_mode(h.shape[-1], w.shape[-1]))
-        acts.append((h, u))
+        a, out = ops.layer(h, w, b, idt, _skip_mode(h.shape[-1], w.shape[-1]))
+        acts.append((h, a))
         h = out
     value = torch.baddbmm(b_out, h, w_out)
-    u, src, mode, kept = None, w_out.transpose(1, 2).expand(-1, h.shape[1], -1), SAME, []
+    gz, w_above, src, mode, kept = None, None, w_out.transpose(1, 2).expand(-1, h.shape[1], -1), SAME, []
     for (w, _, idt), (h_in, a) in zip(reversed(hidden), reversed(acts), strict=True):
-        g, gz = _grad(u, src, mode, a, idt)
+        g, gz = ops.grad(gz, w_above, src, mode, a, idt)
         kept.append((h_in, a, g, gz))
-        u = torch.bmm(gz, w.transpose(1, 2))
-        src, mode = g, _transposed(_skip_mode(h_in.shape[-1], w.shape[-1]))
-    return value, _plus_skip(u, src), kept[::-1], h
+        w_above, src, mode = w, g, _transposed(_skip_mode(h_in.shape[-1], w.shape[-1]))
+    return value, _plus_skip(ops.product_t(gz, w_above), src), kept[::-1], h
 
 
 def _plus_skip(u: Tensor, src: Tensor) -> Tensor:
@@ -271,18 +291,6 @@ def _flat_params(nets, k: int | None = None) -> tuple[tuple[bool, ...], list[Ten
     timesteps = tuple(layer.idt is not None for layer in nets.layers[:-1])
     return timesteps, [p[pick] for layer in nets.layers for p in (layer.matrix, layer.bias, layer.idt)
                        if p is not None]
-
-
-def value_and_input_grad(nets, x: Tensor, k: int | None) -> tuple[Tensor, Tensor]:
-    """Inference's `analytic.fit_with_input_grad` (same contract, no autograd): the forward of `FittingJet`, one
-    elementwise kernel a layer each way instead of PyTorch's ~5, and whole products (the split gained nothing in
-    graphed inference, run 119). The reference where the kernels do not apply."""
-    if not supports(nets) or x.dtype != nets.dtype or not triton_available(x.device) or \
-            x.dim() != (2 if k is not None else 3):
-        return analytic.fit_with_input_grad(nets, x, k)
-    hidden, w_out, b_out = _unpack(*_flat_params(nets, k))
-    value, g0, _, _ = _forward(x if k is None else x[None], hidden, w_out, b_out, split=False)
-    return (value, g0) if k is None else (value[0], g0[0])
 
 
 def fit_all(nets, x: Tensor, k: int | None) -> tuple[Tensor, Tensor]:

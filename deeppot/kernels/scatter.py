@@ -157,8 +157,9 @@ def scatter_forces_and_virial(force: Tensor, virial: Tensor, g: Tensor, rij: Ten
     n, nnei = nlist_loc.shape
     if n == 0:
         return
+    # one warp a centre: 15% faster than _tile's four for water's 138 slots in either precision (run 130)
     _scatter_kernel[(n,)](g.contiguous(), rij.contiguous(), nlist_loc.contiguous(), force, virial, start, nnei,
-                          **_tile(nnei))
+                          NNEI=triton.next_power_of_2(nnei), num_warps=1)
 
 
 __all__ = ["TrainingForces", "scatter_forces_and_virial", "training_forces_and_virial"]

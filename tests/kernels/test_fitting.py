@@ -1,5 +1,7 @@
 """The fitting nets' hand-written value, input gradient and backward (`deeppot.kernels.fitting.FittingJet`) against
-autograd through the reference `deeppot.model.analytic.fit_with_input_grad` (GPU, or Triton's interpreter)."""
+autograd through the reference `deeppot.model.analytic.fit_with_input_grad`, and inference's value and input
+gradient with the fused float32 products (`deeppot.kernels.fitting_gemm`) against the reference (GPU, or Triton's
+interpreter)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from deeppot.model import analytic
 from deeppot.model.fitting import EnergyFitting
 
 fitting = pytest.importorskip("deeppot.kernels.fitting")
+fitting_gemm = pytest.importorskip("deeppot.kernels.fitting_gemm")
 if fitting.triton is None:
     pytest.skip("triton is not installed", allow_module_level=True)
 
@@ -83,7 +86,7 @@ def test_inference_value_and_input_grad_equal_the_reference(dtype, shape, resnet
     with torch.no_grad():
         for k in (None, 0, 2):  # every net on every atom (CUDA graphs), or one type's net on its own rows
             rows = x if k is None else x[0, k:]
-            got = fitting.value_and_input_grad(nets, rows, k)
+            got = fitting_gemm.value_and_input_grad(nets, rows, k)
             want = analytic.fit_with_input_grad(nets, rows, k)
             assert [g.shape for g in got] == [w.shape for w in want]
             for a, b, what in zip(got, want, ("value", "input gradient"), strict=True):
@@ -120,3 +123,35 @@ def test_training_gradients_through_the_jet(precision):
         torch.testing.assert_close(got_out[key], want_out[key], **tol, msg=key)
     for (name, _), a, b in zip(model.named_parameters(), got, want, strict=True):
         torch.testing.assert_close(a, b, **tol, msg=name)
+
+
+def fused_value_and_grad(nets, x: torch.Tensor, k: int | None):
+    """`fitting_gemm.value_and_input_grad`'s fused branch, whatever `worth_it` says of x."""
+    hidden, w_out, b_out = fitting._unpack(*fitting._flat_params(nets, k))
+    value, g0, _, _ = fitting._forward(x, hidden, w_out, b_out, fitting_gemm.FusedProducts())
+    return value, g0
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+@pytest.mark.parametrize("resnet_dt", [True, False])
+@pytest.mark.parametrize("atoms", [37, 300])  # one tile of rows, or several with a ragged last one
+def test_fused_products_equal_the_reference(shape, resnet_dt, atoms):
+    nets, x = nets_and_input(shape, 3, resnet_dt, torch.float32, atoms=atoms)
+    with torch.no_grad():
+        for k in (None, 1):  # every net on one shared x (stride 0 over nets), or one net on its own rows
+            rows = x if k is None else x[:, k:]
+            got = fused_value_and_grad(nets, rows, k)
+            want = analytic.fit_with_input_grad(nets, rows if k is None else rows[0], k)
+            if k is not None:
+                want = tuple(w[None] for w in want)
+            for a, b, what in zip(got, want, ("value", "input gradient"), strict=True):
+                assert a.shape == b.shape
+                scale = max(1.0, b.abs().max().item())  # 1024-term float32 sums in two orders (wide-input)
+                torch.testing.assert_close(a, b, rtol=2e-4, atol=2e-5 * scale, msg=f"{what} of net {k}")
+
+
+def test_the_fused_products_serve_only_many_float32_rows():
+    x = torch.zeros(1, fitting_gemm.MIN_ROWS, 8, device=DEVICE)
+    assert fitting_gemm.worth_it(x) == (DEVICE.type == "cuda")
+    assert not fitting_gemm.worth_it(x[:, :-1])
+    assert not fitting_gemm.worth_it(x.double())
