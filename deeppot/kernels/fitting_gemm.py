@@ -42,7 +42,7 @@ if triton is not None:
     def _gemm_kernel(x_ptr, w_ptr, y_ptr, out_ptr, b_ptr, idt_ptr, src_ptr, a_ptr,
                      rows, m, x_net, x_row, w_net, w_k, w_m, s_net, s_row, n_src, K: tl.constexpr,
                      EPILOGUE: tl.constexpr, SKIP: tl.constexpr, HAS_IDT: tl.constexpr, WRITE_OUT: tl.constexpr,
-                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+                     F64: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
         """y = x W (nets, rows, m) for one (BM, BN) tile, x (nets or 1, rows, K) and W at strides (w_k, w_m):
         W^T is W with its strides swapped. Then the epilogue (module docstring); y and out are contiguous."""
         net = tl.program_id(2).to(tl.int64)
@@ -51,11 +51,14 @@ if triton is not None:
         kk = tl.arange(0, BK)
         xs = x_ptr + net * x_net + row * x_row + kk[None, :]
         ws = w_ptr + net * w_net + kk[:, None] * w_k + col * w_m
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        acc = tl.zeros((BM, BN), dtype=y_ptr.dtype.element_ty)
         for k0 in range(0, K, BK):
             xt = tl.load(xs, mask=(row < rows) & (kk[None, :] < K - k0), other=0.0)
             wt = tl.load(ws, mask=(kk[:, None] < K - k0) & (col < m), other=0.0)
-            acc = tl.dot(xt, wt, acc, input_precision="tf32x3")
+            if F64:
+                acc = tl.dot(xt, wt, acc, input_precision="ieee", out_dtype=tl.float64)
+            else:
+                acc = tl.dot(xt, wt, acc, input_precision="tf32x3")
             xs += BK
             ws += BK * w_k
         ok = (row < rows) & (col < m)
@@ -96,7 +99,8 @@ def _launch(x: Tensor, w: Tensor, transposed: bool, epilogue: int, y: Tensor, ou
     _gemm_kernel[grid](x, w, y, out, y if b is None else b, y if idt is None else idt, s, y if a is None else a,
                        rows, m, _net_stride(x), x.stride(1), _net_stride(w), w_k, w_m,
                        _net_stride(s), s.stride(1) if s.shape[1] > 1 else 0, s.shape[-1], K=x.shape[-1],
-                       EPILOGUE=epilogue, SKIP=skip, HAS_IDT=idt is not None, WRITE_OUT=out is not y, **tile)
+                       EPILOGUE=epilogue, SKIP=skip, HAS_IDT=idt is not None, WRITE_OUT=out is not y,
+                       F64=y.dtype == torch.float64, **tile)
 
 
 def _out_shape(x: Tensor, w: Tensor, m: int) -> tuple[int, int, int]:

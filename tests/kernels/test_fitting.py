@@ -132,11 +132,12 @@ def fused_value_and_grad(nets, x: torch.Tensor, k: int | None):
     return value, g0
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("shape", list(SHAPES))
 @pytest.mark.parametrize("resnet_dt", [True, False])
 @pytest.mark.parametrize("atoms", [37, 300])  # one tile of rows, or several with a ragged last one
-def test_fused_products_equal_the_reference(shape, resnet_dt, atoms):
-    nets, x = nets_and_input(shape, 3, resnet_dt, torch.float32, atoms=atoms)
+def test_fused_products_equal_the_reference(dtype, shape, resnet_dt, atoms):
+    nets, x = nets_and_input(shape, 3, resnet_dt, dtype, atoms=atoms)
     with torch.no_grad():
         for k in (None, 1):  # every net on one shared x (stride 0 over nets), or one net on its own rows
             rows = x if k is None else x[:, k:]
@@ -146,8 +147,9 @@ def test_fused_products_equal_the_reference(shape, resnet_dt, atoms):
                 want = tuple(w[None] for w in want)
             for a, b, what in zip(got, want, ("value", "input gradient"), strict=True):
                 assert a.shape == b.shape
-                scale = max(1.0, b.abs().max().item())  # 1024-term float32 sums in two orders (wide-input)
-                torch.testing.assert_close(a, b, rtol=2e-4, atol=2e-5 * scale, msg=f"{what} of net {k}")
+                tol = dict(TOL[dtype])
+                tol["atol"] *= max(1.0, b.abs().max().item())  # 1024-term float32 sums in two orders (wide-input)
+                torch.testing.assert_close(a, b, **tol, msg=f"{what} of net {k}")
 
 
 def test_the_fused_products_serve_only_many_float32_rows():

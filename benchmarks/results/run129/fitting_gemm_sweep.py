@@ -17,13 +17,13 @@ TILES = [dict(BM=128, BN=128, BK=32, num_warps=8, num_stages=3), dict(BM=128, BN
          dict(BM=128, BN=256, BK=16, num_warps=8, num_stages=4), dict(BM=256, BN=128, BK=32, num_warps=8, num_stages=3)]
 
 
-def cases(rows):
-    fit = EnergyFitting(1, 1600, [240, 240, 240], resnet_dt=True, dtype=torch.float32, seed=1).to(dev)
+def cases(rows, dtype=torch.float32):
+    fit = EnergyFitting(1, 1600, [240, 240, 240], resnet_dt=True, dtype=dtype, seed=1).to(dev)
     hidden, _, _ = fitting._unpack(*fitting._flat_params(fit.nets, 0))
     g = torch.Generator(device=dev).manual_seed(0)
-    x = torch.randn(1, rows, 1600, device=dev, generator=g) * 0.1
-    h = torch.tanh(torch.randn(1, rows, 240, device=dev, generator=g))
-    gz = torch.randn(1, rows, 240, device=dev, generator=g) * 0.1
+    x = torch.randn(1, rows, 1600, device=dev, generator=g, dtype=dtype) * 0.1
+    h = torch.tanh(torch.randn(1, rows, 240, device=dev, generator=g, dtype=dtype))
+    gz = torch.randn(1, rows, 240, device=dev, generator=g, dtype=dtype) * 0.1
     (w1, b1, i1), (w2, b2, i2) = hidden[0], hidden[1]
     return {  # name: (fused, reference) callables
         "layer1 1600->240": (lambda p: p.layer(x, w1, b1, i1, fitting.NONE), (x, w1)),
@@ -41,13 +41,14 @@ def as_tuple(r):
     return r if isinstance(r, tuple) else (r,)
 
 
-def sweep(rows_list, tiles_for, out=sys.stdout):
+def sweep(rows_list, tiles_for, out=sys.stdout, dtype=torch.float32):
     """Each case at each row count: cuBLAS + kernel, then the fused products with each of tiles_for(case name)."""
     for rows in rows_list:
-        for name, (fn, _) in cases(rows).items():
+        for name, (fn, _) in cases(rows, dtype).items():
             ref = fitting.Products(split=False)
             want = as_tuple(fn(ref))
-            row = dict(rows=rows, op=name, cublas_ms=do_bench(lambda: fn(ref), warmup=10, rep=100))  # noqa: B023
+            row = dict(rows=rows, op=name, dtype=str(dtype)[6:])
+            row["cublas_ms"] = do_bench(lambda: fn(ref), warmup=10, rep=100)  # noqa: B023
             for t in tiles_for(name):
                 for epilogue in fitting_gemm.TILES:  # run 129's kernel had one tile for every epilogue
                     fitting_gemm.TILES[epilogue] = t
