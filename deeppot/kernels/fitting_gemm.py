@@ -5,14 +5,15 @@ or `_grad_kernel`).
 For 10^5 atoms the fitting products are the largest cost of an evaluation after the embedding (or table) kernels
 (4.4 ms of a 15 ms compressed water call, run 128): cuBLAS's float32 kernels run on the FMA units at ~45 TFLOP/s.
 Here each product runs on the tensor cores as three TF32 products (`input_precision="tf32x3"`, accurate to
-float32 like the embedding kernels), and the tile it computes is finished in registers:
+float32 like the embedding kernels), and the tile it computes is finished in registers (float32 only: as float64
+GEMMs on the float64 tensor cores they were slower than cuBLAS's on the 1600-wide products, run 131):
 - `layer_forward`: a = tanh(h W + b), h' = S(h) + idt a (DeePMD's skip S and timestep idt);
 - `layer_grad`: g' = gz_above W_above^T + S^T(g_above), gz = g' idt (1 - a^2);
 - `product_t`: g_0 = gz W^T (dE/dD, no epilogue).
 Operands carry a leading nets dimension (stride 0 where one x serves every net). `value_and_input_grad`, the
 inference entry, runs `deeppot.kernels.fitting`'s forward with these products where `worth_it` says
 (`FusedProducts`), else with its cuBLAS ones. Tests: tests/kernels/test_fitting.py (GPU, or Triton's
-interpreter on a CPU) against the cuBLAS-and-kernel path.
+interpreter on a CPU) against the reference `analytic.fit_with_input_grad`.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ if triton is not None:
     def _gemm_kernel(x_ptr, w_ptr, y_ptr, out_ptr, b_ptr, idt_ptr, src_ptr, a_ptr,
                      rows, m, x_net, x_row, w_net, w_k, w_m, s_net, s_row, n_src, K: tl.constexpr,
                      EPILOGUE: tl.constexpr, SKIP: tl.constexpr, HAS_IDT: tl.constexpr, WRITE_OUT: tl.constexpr,
-                     F64: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
         """y = x W (nets, rows, m) for one (BM, BN) tile, x (nets or 1, rows, K) and W at strides (w_k, w_m):
         W^T is W with its strides swapped. Then the epilogue (module docstring); y and out are contiguous."""
         net = tl.program_id(2).to(tl.int64)
@@ -51,14 +52,11 @@ if triton is not None:
         kk = tl.arange(0, BK)
         xs = x_ptr + net * x_net + row * x_row + kk[None, :]
         ws = w_ptr + net * w_net + kk[:, None] * w_k + col * w_m
-        acc = tl.zeros((BM, BN), dtype=y_ptr.dtype.element_ty)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
         for k0 in range(0, K, BK):
             xt = tl.load(xs, mask=(row < rows) & (kk[None, :] < K - k0), other=0.0)
             wt = tl.load(ws, mask=(kk[:, None] < K - k0) & (col < m), other=0.0)
-            if F64:
-                acc = tl.dot(xt, wt, acc, input_precision="ieee", out_dtype=tl.float64)
-            else:
-                acc = tl.dot(xt, wt, acc, input_precision="tf32x3")
+            acc = tl.dot(xt, wt, acc, input_precision="tf32x3")
             xs += BK
             ws += BK * w_k
         ok = (row < rows) & (col < m)
@@ -99,8 +97,7 @@ def _launch(x: Tensor, w: Tensor, transposed: bool, epilogue: int, y: Tensor, ou
     _gemm_kernel[grid](x, w, y, out, y if b is None else b, y if idt is None else idt, s, y if a is None else a,
                        rows, m, _net_stride(x), x.stride(1), _net_stride(w), w_k, w_m,
                        _net_stride(s), s.stride(1) if s.shape[1] > 1 else 0, s.shape[-1], K=x.shape[-1],
-                       EPILOGUE=epilogue, SKIP=skip, HAS_IDT=idt is not None, WRITE_OUT=out is not y,
-                       F64=y.dtype == torch.float64, **tile)
+                       EPILOGUE=epilogue, SKIP=skip, HAS_IDT=idt is not None, WRITE_OUT=out is not y, **tile)
 
 
 def _out_shape(x: Tensor, w: Tensor, m: int) -> tuple[int, int, int]:

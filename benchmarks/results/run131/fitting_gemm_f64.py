@@ -1,5 +1,6 @@
 """Run 131: run 129's sweep (run129/fitting_gemm_sweep.py) in float64: the fused products as float64 Triton GEMMs
-(mma.sync on the float64 tensor cores) against cuBLAS's DGEMMs + the elementwise kernels."""
+(mma.sync on the float64 tensor cores) against cuBLAS's DGEMMs + the elementwise kernels. Ran at 74ca6b5, whose
+kernel had the float64 variant; the next commit took it out (slower than cuBLAS)."""
 import sys
 from pathlib import Path
 
