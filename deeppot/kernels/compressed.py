@@ -29,9 +29,10 @@ from deeppot.kernels.reach import Reach, add_tail, tile_tops
 from deeppot.model import analytic
 
 # (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms with the
-# frame's statistics, benchmarks/compress_tiles.py: runs 47-49, then run 131 with fewer warps: two warps take both
-# kernels 10-25% below the four-warp tiles kept before); (1, 16, 4) is one atom a program in chunks of 16
-TILES = {torch.float32: {"t": (1, 8, 2), "grad": (1, 8, 2)}, torch.float64: {"t": (1, 8, 2), "grad": (1, 8, 2)}}
+# frame's statistics, benchmarks/compress_tiles.py: runs 47-49, then runs 131-132 with fewer warps: one warp on 4
+# slots takes the float32 kernels 25-35%, the float64 ones 40-40% below the four-warp tiles kept before);
+# (1, 16, 4) is one atom a program in chunks of 16
+TILES = {torch.float32: {"t": (1, 4, 1), "grad": (1, 4, 1)}, torch.float64: {"t": (1, 4, 1), "grad": (1, 4, 1)}}
 
 if embedding.triton is not None:
     import triton
