@@ -286,11 +286,11 @@ def _unpack(timesteps: tuple[bool, ...], params: tuple[Tensor, ...]):
 
 
 def _flat_params(nets, k: int | None = None) -> tuple[tuple[bool, ...], list[Tensor]]:
-    """Which hidden layers have a timestep, and the parameters in `_unpack`'s order (of net k alone: nets 1)."""
-    pick = slice(None) if k is None else slice(k, k + 1)
+    """Which hidden layers have a timestep, and the parameters in `_unpack`'s order: the parameters themselves (no
+    view between them and autograd in training), or net k's slices (nets 1)."""
     timesteps = tuple(layer.idt is not None for layer in nets.layers[:-1])
-    return timesteps, [p[pick] for layer in nets.layers for p in (layer.matrix, layer.bias, layer.idt)
-                       if p is not None]
+    params = [p for layer in nets.layers for p in (layer.matrix, layer.bias, layer.idt) if p is not None]
+    return timesteps, params if k is None else [p[k:k + 1] for p in params]
 
 
 def fit_all(nets, x: Tensor, k: int | None) -> tuple[Tensor, Tensor]:

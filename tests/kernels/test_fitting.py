@@ -93,6 +93,15 @@ def test_inference_value_and_input_grad_equal_the_reference(dtype, shape, resnet
                 torch.testing.assert_close(a, b, **tol, msg=f"{what} of net {k}")
 
 
+def test_the_jet_takes_the_parameters_themselves():
+    """A view between a parameter and `FittingJet` would add a backward node (and a copy) a parameter a step."""
+    nets, _ = nets_and_input("water-like", 2, True, torch.float64)
+    _, params = fitting._flat_params(nets)
+    assert all(any(p is q for q in nets.parameters()) for p in params)
+    _, one = fitting._flat_params(nets, 1)
+    assert [p.shape[0] for p in one] == [1] * len(params)
+
+
 def test_the_jet_is_used_only_where_it_applies():
     nets, x = nets_and_input("water-like", 2, True, torch.float64)
     assert fitting.supports(nets)
