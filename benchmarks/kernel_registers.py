@@ -5,6 +5,7 @@ run: registers per thread and bytes spilled to local memory. Spills slow these k
 experiments), so a change to them can be checked here before it costs device time.
 
     python benchmarks/kernel_registers.py [--neuron 25 50 100] [--sel 61 58 72]
+    python benchmarks/kernel_registers.py --atom-tiles 4,16,4 1,16,1 --sel 46 92   # the inference tile kernels
 """
 
 from __future__ import annotations
@@ -48,7 +49,10 @@ def ptxas_report(kernel, neuron: list[int], sel: list[int], precision: str, skip
     meta = dict(embedding.net_meta(params, sel, "ieee" if precision == "float64" else "tf32x3"),
                 BLOCK=block, SKIP_PADDING=skip)
     pointer = "*fp64" if precision == "float64" else "*fp32"
-    source = ASTSource(kernel, signature(kernel, meta, pointer), constexprs=meta)
+    return compiled_report(ASTSource(kernel, signature(kernel, meta, pointer), constexprs=meta), warps)
+
+
+def compiled_report(source: ASTSource, warps: int) -> str:
     compiled = triton.compile(source, target=TARGET, options={"num_warps": warps})
     ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
     with tempfile.NamedTemporaryFile("w", suffix=".ptx") as ptx:
@@ -61,15 +65,53 @@ def ptxas_report(kernel, neuron: list[int], sel: list[int], precision: str, skip
     return f"{registers} registers, spills {spills[0]} B stored / {spills[1]} B loaded"
 
 
+TYPES = {torch.float32: "*fp32", torch.float64: "*fp64", torch.int32: "*i32", torch.int64: "*i64"}
+
+
+def atom_tile_report(kernel: str, precision: str, tile: tuple[int, int, int], neuron: list[int], sel: list[int]) -> str:
+    """The inference atom-tile kernel ("t" or "grad", `deeppot.kernels.atom_tiles`) of a water-like se_e2_a model at
+    a given (ATOMS, SLOTS, warps), compiled as `_tiled_args` would launch it."""
+    from deeppot.kernels import atom_tiles
+    from deeppot.model import EnergyModel
+
+    dtype = getattr(torch, precision)
+    model = EnergyModel.from_config({"type_map": [str(t) for t in range(len(sel))], "descriptor": {
+        "type": "se_e2_a", "sel": sel, "rcut": 6.0, "rcut_smth": 0.5, "neuron": neuron, "axis_neuron": 16,
+        "precision": precision}, "fitting_net": {"neuron": [240, 240, 240], "precision": precision}})
+    n, nnei = 64, sum(sel)
+    rij, center_type = torch.zeros(n, nnei, 3, dtype=dtype), torch.zeros(n, dtype=torch.int64)
+    saved = atom_tiles.TILES[dtype][kernel]
+    atom_tiles.TILES[dtype][kernel] = tile
+    try:
+        tensors, meta, _ = atom_tiles._tiled_args(model.descriptor, rij, center_type, "tf32x3", kernel, None)
+    finally:
+        atom_tiles.TILES[dtype][kernel] = saved
+    warps = meta.pop("num_warps")
+    outputs = [rij.new_empty(n, 4, meta["N3"])] if kernel == "t" else [rij.new_empty(n, 4, meta["N3"]), rij]
+    args = [*tensors, *outputs, n, nnei, 1]
+    fn = atom_tiles._tiled_t_kernel if kernel == "t" else atom_tiles._tiled_grad_kernel
+    names = [a for a in fn.arg_names if a not in meta]
+    sig = {name: TYPES[a.dtype] if isinstance(a, torch.Tensor) else "i32" for name, a in zip(names, args, strict=True)}
+    sig.update({name: "constexpr" for name in meta})
+    return compiled_report(ASTSource(fn, sig, constexprs=meta), warps)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--atom-tiles", nargs="+", metavar="ATOMS,SLOTS,WARPS",
+                        help="instead: the inference atom-tile kernels at these tiles, e.g. 4,16,4 1,16,1")
     parser.add_argument("--neuron", type=int, nargs=3, default=[25, 50, 100])
     parser.add_argument("--sel", type=int, nargs="+", default=[61, 58, 72], help="the list's slots per block")
     parser.add_argument("--tile", nargs="+", default=[f"{embedding.BLOCK_J}x{embedding.NUM_WARPS}"],
                         help="BLOCKxWARPS of the kernels, e.g. 16x8 16x4")
     parser.add_argument("--precisions", nargs="+", default=["float32", "float64"])
     args = parser.parse_args()
-    for tile in args.tile:
+    for tile in args.atom_tiles or ():
+        for kernel in ("t", "grad"):
+            for precision in args.precisions:
+                report = atom_tile_report(kernel, precision, tuple(map(int, tile.split(","))), args.neuron, args.sel)
+                print(f"atom tile {tile} {kernel} {precision}: {report}", flush=True)
+    for tile in args.tile if not args.atom_tiles else ():
         block, warps = map(int, tile.split("x"))
         for kernel in (embedding._embed_fwd_kernel, embedding._embed_bwd_kernel):
             for precision in args.precisions:
