@@ -78,8 +78,11 @@ if triton is not None:
 
 
 def worth_it(x: Tensor) -> bool:
-    """Whether the fused products serve x (nets or 1, rows, k): float32 on a GPU with Triton, many rows."""
-    return triton is not None and x.is_cuda and x.dtype == torch.float32 and x.shape[1] >= MIN_ROWS
+    """Whether the fused products serve x (nets or 1, rows, k): float32 on a GPU with Triton, many rows, and TF32
+    not allowed. With it allowed (the `tf32` opt-in, `Evaluator.gemm_precision`), cuBLAS's one-pass TF32 products
+    are what was asked for and measured (run 98), not these float32-level three passes."""
+    return (triton is not None and x.is_cuda and x.dtype == torch.float32 and x.shape[1] >= MIN_ROWS
+            and not torch.backends.cuda.matmul.allow_tf32)
 
 
 def _net_stride(t: Tensor) -> int:

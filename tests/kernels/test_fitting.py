@@ -166,3 +166,9 @@ def test_the_fused_products_serve_only_many_float32_rows():
     assert fitting_gemm.worth_it(x) == (DEVICE.type == "cuda")
     assert not fitting_gemm.worth_it(x[:, :-1])
     assert not fitting_gemm.worth_it(x.double())
+    before = torch.backends.cuda.matmul.allow_tf32
+    try:  # the tf32 opt-in keeps cuBLAS's one-pass TF32 products
+        torch.backends.cuda.matmul.allow_tf32 = True
+        assert not fitting_gemm.worth_it(x)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
