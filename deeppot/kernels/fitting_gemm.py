@@ -18,6 +18,8 @@ interpreter on a CPU) against the reference `analytic.fit_with_input_grad`.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import Tensor
 
@@ -79,11 +81,17 @@ if triton is not None:
 
 
 def worth_it(x: Tensor) -> bool:
-    """Whether the fused products serve x (nets or 1, rows, k): float32 on a GPU with Triton, many rows, and TF32
-    not allowed. With it allowed (the `tf32` opt-in, `Evaluator.gemm_precision`), cuBLAS's one-pass TF32 products
-    are what was asked for and measured (run 98), not these float32-level three passes."""
+    """Whether the fused products serve x (nets or 1, rows, k): float32 on a Hopper-class GPU with Triton (where the
+    tiles were measured; they take up to ~200 KB of shared memory, more than older GPUs give a program), many rows,
+    and TF32 not allowed. With it allowed (the `tf32` opt-in, `Evaluator.gemm_precision`), cuBLAS's one-pass TF32
+    products are what was asked for and measured (run 98), not these float32-level three passes."""
     return (triton is not None and x.is_cuda and x.dtype == torch.float32 and x.shape[1] >= MIN_ROWS
-            and not torch.backends.cuda.matmul.allow_tf32)
+            and not torch.backends.cuda.matmul.allow_tf32 and _hopper_or_newer(x.device.index))
+
+
+@functools.cache
+def _hopper_or_newer(index: int) -> bool:
+    return torch.cuda.get_device_capability(index) >= (9, 0)
 
 
 def _net_stride(t: Tensor) -> int:
