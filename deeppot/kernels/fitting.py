@@ -175,9 +175,10 @@ class Products:
     def grad(self, gz: Tensor | None, w: Tensor | None, src: Tensor, mode: int, a: Tensor,
              idt: Tensor | None) -> tuple[Tensor, Tensor]:
         """(g', gz') of a layer from the layer above's gz and W (None at the top: g' = src)."""
-        return _grad(None if gz is None else torch.bmm(gz, w.transpose(1, 2)), src, mode, a, idt)
+        return _grad(None if gz is None else self.product_t(gz, w), src, mode, a, idt)
 
     def product_t(self, gz: Tensor, w: Tensor) -> Tensor:
+        """gz W^T."""
         return torch.bmm(gz, w.transpose(1, 2))
 
 

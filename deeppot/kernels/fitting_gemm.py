@@ -141,14 +141,14 @@ def product_t(gz: Tensor, w: Tensor) -> Tensor:
 
 class FusedProducts(fitting.Products):
     """`fitting.Products` with each product and its elementwise work as one kernel (the top layer's g' = src needs
-    no product and keeps `fitting._grad`)."""
+    no product and keeps the base class's elementwise kernel)."""
 
     def layer(self, h, w, b, idt, mode):
         return layer_forward(h, w, b, idt, mode)
 
     def grad(self, gz, w, src, mode, a, idt):
         if gz is None:
-            return fitting._grad(None, src, mode, a, idt)
+            return super().grad(gz, w, src, mode, a, idt)
         return layer_grad(gz, w, src, mode, a, idt)
 
     def product_t(self, gz, w):
