@@ -6,7 +6,10 @@ For 10^5 atoms the PyTorch twin moves g = dE/dr_ij through ~6 kernels (a float64
 `index_add_` of every pair row, a float64 copy of r_ij, a batched 3 x nnei x 3 GEMM for the virial): about a third
 of a compressed model's evaluation. Here one program per centre reads its rows once, accumulates in float64,
 writes its own force and virial sums and adds -g_ij to each neighbour's owner atomically (float64 atomics, as
-`index_add_` on a GPU: the order of additions, and so the last bits, may vary between runs).
+`index_add_` on a GPU: the order of additions, and so the last bits, may vary between runs). The atomics are
+relaxed: nothing reads the sums before the kernel ends, and Triton's default (acquire-release) puts a GPU-wide memory
+barrier before each one and invalidates the L1 cache after it (sm_90 SASS: MEMBAR.ALL.GPU ... ATOMG ... CCTL.IVALL,
+where relaxed gives a plain REDG).
 In training the PyTorch twin takes ~15 kernels a step forward and backward (float64 casts, the centre sums, a
 scatter, the pair virials and their sum, and autograd's transposes of each); `TrainingForces` takes one kernel each
 way, with frame-major atom indices and per-frame virials.
@@ -42,12 +45,12 @@ if embedding.triton is not None:
         """F_centre += sum_j g_ij and F_owner -= g_ij for the real slots (atom indices into force_ptr), atomically:
         owners are shared between programs, and so is the centre's row."""
         dest = force_ptr + owner * 3
-        tl.atomic_add(dest, -gx, mask=real)
-        tl.atomic_add(dest + 1, -gy, mask=real)
-        tl.atomic_add(dest + 2, -gz, mask=real)
-        tl.atomic_add(force_ptr + centre * 3, tl.sum(gx))
-        tl.atomic_add(force_ptr + centre * 3 + 1, tl.sum(gy))
-        tl.atomic_add(force_ptr + centre * 3 + 2, tl.sum(gz))
+        tl.atomic_add(dest, -gx, mask=real, sem="relaxed")
+        tl.atomic_add(dest + 1, -gy, mask=real, sem="relaxed")
+        tl.atomic_add(dest + 2, -gz, mask=real, sem="relaxed")
+        tl.atomic_add(force_ptr + centre * 3, tl.sum(gx), sem="relaxed")
+        tl.atomic_add(force_ptr + centre * 3 + 1, tl.sum(gy), sem="relaxed")
+        tl.atomic_add(force_ptr + centre * 3 + 2, tl.sum(gz), sem="relaxed")
 
     @triton.jit
     def _scatter_kernel(g_ptr, rij_ptr, owner_ptr, force_ptr, virial_ptr, start, nnei, NNEI: tl.constexpr):
@@ -70,9 +73,9 @@ if embedding.triton is not None:
 
     @triton.jit
     def _add_virial_row(row, ga, x, y, z):
-        tl.atomic_add(row, -tl.sum(ga * x))
-        tl.atomic_add(row + 1, -tl.sum(ga * y))
-        tl.atomic_add(row + 2, -tl.sum(ga * z))
+        tl.atomic_add(row, -tl.sum(ga * x), sem="relaxed")
+        tl.atomic_add(row + 1, -tl.sum(ga * y), sem="relaxed")
+        tl.atomic_add(row + 2, -tl.sum(ga * z), sem="relaxed")
 
     @triton.jit
     def _training_forces_kernel(g_ptr, rij_ptr, nlist_ptr, force_ptr, virial_ptr, nloc, nnei, NNEI: tl.constexpr):

@@ -56,7 +56,7 @@ if embedding.triton is not None:
             count = tl.sum(is_t.to(tl.int32), axis=0)
             tl.store(out + START[t] + slot, tl.full([SEL_PAD], -1, tl.int64), mask=(slot >= count) & (slot < SEL[t]))
             over = over | (count > SEL[t])
-        tl.atomic_max(over_ptr, 1, mask=over)
+        tl.atomic_max(over_ptr, 1, mask=over, sem="relaxed")
 
 
 @functools.cache
