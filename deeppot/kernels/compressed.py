@@ -30,9 +30,10 @@ from deeppot.model import analytic
 
 # (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms with the
 # frame's statistics, benchmarks/compress_tiles.py: runs 47-49, then runs 131-132 with fewer warps: one warp on 4
-# slots takes the kernels alone 25-36% (float32) and ~42% (float64) below the four-warp tiles kept before);
-# (1, 16, 4) is one atom a program in chunks of 16
-TILES = {torch.float32: {"t": (1, 4, 1), "grad": (1, 4, 1)}, torch.float64: {"t": (1, 4, 1), "grad": (1, 4, 1)}}
+# slots takes the kernels alone 25-36% (float32) and ~42% (float64) below the four-warp tiles kept before; float32
+# T on 2 slots: 3.05 -> 2.61 ms alone, 12.31 -> 12.18 ms a whole call, runs 134-135); (1, 16, 4) is one atom a
+# program in chunks of 16
+TILES = {torch.float32: {"t": (1, 2, 1), "grad": (1, 4, 1)}, torch.float64: {"t": (1, 4, 1), "grad": (1, 4, 1)}}
 
 if embedding.triton is not None:
     import triton
