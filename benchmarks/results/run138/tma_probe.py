@@ -2,8 +2,8 @@
 epilogue) with its operands read four ways: as now (pointer loads masked along k every step), without the k masks
 where K is a multiple of the k step, and through TMA tensor descriptors (tf32x3, and one TF32 pass as the bound).
 Water's products at 65,536 rows; one JSON line each: ms and the deviation from a float64 product relative to its
-largest value. Usage: python tma_probe.py [cpu | wide] (wide: run 139's tiles; cpu: small shapes under
-TRITON_INTERPRET=1, correctness only)."""
+largest value. Usage: python tma_probe.py [cpu | wide | ws] (wide: run 139's tiles; ws: run 143's warp
+specialisation; cpu: small shapes under TRITON_INTERPRET=1, correctness only)."""
 
 from __future__ import annotations
 
@@ -40,11 +40,11 @@ def _pointer_kernel(x_ptr, w_ptr, y_ptr, rows, m, x_row, w_k, w_m, K: tl.constex
 
 @triton.jit
 def _tma_kernel(x_desc, w_desc, y_ptr, rows, m, K: tl.constexpr, TRANS: tl.constexpr, PRECISION: tl.constexpr,
-                BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+                BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, WS: tl.constexpr = False):
     r0 = tl.program_id(0) * BM
     c0 = tl.program_id(1) * BN
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
+    for k0 in tl.range(0, K, BK, warp_specialize=WS):  # WS: Triton's automatic warp specialisation (run 143)
         xt = x_desc.load([r0, k0])
         if TRANS:  # noqa: SIM108 (Triton: a constexpr branch) W^T's tile is the transposed tile of W (n, k), whose rows are contiguous
             wt = tl.trans(w_desc.load([c0, k0]))
@@ -59,6 +59,7 @@ def _tma_kernel(x_desc, w_desc, y_ptr, rows, m, K: tl.constexpr, TRANS: tl.const
 TILES = [dict(BM=128, BN=64, BK=32, num_warps=4, num_stages=4), dict(BM=128, BN=128, BK=32, num_warps=8, num_stages=4),
          dict(BM=128, BN=64, BK=64, num_warps=4, num_stages=3), dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3),
          dict(BM=128, BN=128, BK=32, num_warps=4, num_stages=4)]
+WARP_SPECIALIZE = sys.argv[1:] == ["ws"]  # run 143: the TMA kernel with and without warp specialisation
 if sys.argv[1:] == ["wide"]:  # run 139: a column tile as wide as the layer (240 -> 256), so x is read once
     TILES = [dict(BM=bm, BN=bn, BK=bk, num_warps=w, num_stages=st) for bm, bn, bk, w, st in
              ((128, 64, 32, 4, 4), (64, 256, 32, 8, 3), (64, 256, 32, 4, 3), (128, 256, 32, 8, 3),
@@ -82,6 +83,10 @@ def variants(x, w, transposed, y, tile):
     for precision in ("tf32x3", "tf32"):
         out.append((f"tma_{precision}", lambda p=precision: _tma_kernel[grid](x_desc, w_desc, y, rows, m, K=k,
                                                                              TRANS=transposed, PRECISION=p, **tile)))
+    if WARP_SPECIALIZE:
+        out = out[-2:] + [(f"{label}_ws", lambda p=p: _tma_kernel[grid](x_desc, w_desc, y, rows, m, K=k,
+                                                                      TRANS=transposed, PRECISION=p, WS=True, **tile))
+                          for label, p in (("tma_tf32x3", "tf32x3"), ("tma_tf32", "tf32"))]
     return out
 
 
