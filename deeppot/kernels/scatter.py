@@ -41,16 +41,21 @@ if embedding.triton is not None:
         return _component(ptr, at, 0, live), _component(ptr, at, 1, live), _component(ptr, at, 2, live), j, live
 
     @triton.jit
+    def _add(ptr, value, mask=None):
+        """An atomic, relaxed addition (the module docstring says why relaxed)."""
+        tl.atomic_add(ptr, value, mask=mask, sem="relaxed")
+
+    @triton.jit
     def _scatter_forces(force_ptr, centre, owner, real, gx, gy, gz):
         """F_centre += sum_j g_ij and F_owner -= g_ij for the real slots (atom indices into force_ptr), atomically:
         owners are shared between programs, and so is the centre's row."""
         dest = force_ptr + owner * 3
-        tl.atomic_add(dest, -gx, mask=real, sem="relaxed")
-        tl.atomic_add(dest + 1, -gy, mask=real, sem="relaxed")
-        tl.atomic_add(dest + 2, -gz, mask=real, sem="relaxed")
-        tl.atomic_add(force_ptr + centre * 3, tl.sum(gx), sem="relaxed")
-        tl.atomic_add(force_ptr + centre * 3 + 1, tl.sum(gy), sem="relaxed")
-        tl.atomic_add(force_ptr + centre * 3 + 2, tl.sum(gz), sem="relaxed")
+        _add(dest, -gx, mask=real)
+        _add(dest + 1, -gy, mask=real)
+        _add(dest + 2, -gz, mask=real)
+        _add(force_ptr + centre * 3, tl.sum(gx))
+        _add(force_ptr + centre * 3 + 1, tl.sum(gy))
+        _add(force_ptr + centre * 3 + 2, tl.sum(gz))
 
     @triton.jit
     def _scatter_kernel(g_ptr, rij_ptr, owner_ptr, force_ptr, virial_ptr, start, nnei, NNEI: tl.constexpr):
@@ -73,9 +78,9 @@ if embedding.triton is not None:
 
     @triton.jit
     def _add_virial_row(row, ga, x, y, z):
-        tl.atomic_add(row, -tl.sum(ga * x), sem="relaxed")
-        tl.atomic_add(row + 1, -tl.sum(ga * y), sem="relaxed")
-        tl.atomic_add(row + 2, -tl.sum(ga * z), sem="relaxed")
+        _add(row, -tl.sum(ga * x))
+        _add(row + 1, -tl.sum(ga * y))
+        _add(row + 2, -tl.sum(ga * z))
 
     @triton.jit
     def _training_forces_kernel(g_ptr, rij_ptr, nlist_ptr, force_ptr, virial_ptr, nloc, nnei, NNEI: tl.constexpr):
