@@ -13,9 +13,10 @@ precision, saved as .dp for the peer. Modes, per size:
   prebuilt_nlist  Evaluator.evaluate_neighbors on device tensors with the neighbour list built once (what MD uses);
                   nlist_ms is the time of one neighbour-list build; the peak counts the built list, not its build;
   graphed         the same replayed from a CUDA graph (GPU only; GraphedEvaluation, what MD on small systems uses).
-Pair stages (--paths): auto = the fused Triton kernels where they run ("path": "fused"), else PyTorch; pytorch =
-fused=False ("path": "pytorch"); tf32 = the mixed-precision opt-in, float32: TF32 GEMMs in the fused embedding kernels
-and the fitting nets ("path": "fused-tf32").
+Pair stages (--paths): auto = the fused Triton kernels where they run ("path": "fused-f16x3" or "fused-tf32x3", the
+scheme of their float32 products, `deeppot.kernels.precision`), else PyTorch; pytorch = fused=False ("path":
+"pytorch"); tf32 = the mixed-precision opt-in, float32: TF32 GEMMs in the fused embedding kernels and the fitting nets
+("path": "fused-tf32"); tf32x3 = float32's products as three TF32 products where auto picks f16x3.
 ms_per_call is the mean over calls after warm-up (each call synchronised), atom_steps_per_s = natoms / that;
 peak_mem_MiB is torch.cuda.max_memory_allocated over the case (reset before its warm-up). A case that runs out of
 GPU memory gives a line with "error": "out of memory". With --peer WHEEL_DIR, DeePMD-kit 3.2.0 is installed from the
@@ -232,7 +233,7 @@ def measure_graphed(torch, dp, cell, args) -> dict:
 
 
 MEASURE = {"eval": measure_eval, "prebuilt_nlist": measure_prebuilt, "graphed": measure_graphed}
-PATH_OPTIONS = {"auto": {}, "pytorch": {"fused": False}, "tf32": {"tf32": True}}
+PATH_OPTIONS = {"auto": {}, "pytorch": {"fused": False}, "tf32": {"tf32": True}, "tf32x3": {"products": "tf32x3"}}
 
 
 def run_mode(torch, dp, cell, mode: str, base: dict, args) -> dict:
@@ -255,7 +256,7 @@ def run_model(torch, args, system: str, precision: str, model_path: str, path_op
 
     dp = DeepPot(model_path, device=args.device, **PATH_OPTIONS[path_opt])
     info = device_info(torch, dp.evaluator.device)
-    path = ("fused-tf32" if path_opt == "tf32" else "fused") if dp.evaluator.fused else "pytorch"
+    path = f"fused-{dp.evaluator.products}" if dp.evaluator.fused else "pytorch"
     for cell in supercells(args.data, system, args.sizes):
         natoms, reps = cell[0], cell[1]
         base = {"case": f"{system}:{precision}:{natoms}{variant}", "tool": "deeppot", "path": path, "system": system,
@@ -278,7 +279,8 @@ def run_deeppot(args, models: dict[str, str]) -> None:
         for system in args.systems:
             for precision in args.precisions:
                 key = f"{system}:{precision}"
-                if path_opt != "auto" and (fused.get(key) is False or (path_opt == "tf32" and precision != "float32")):
+                if path_opt != "auto" and (fused.get(key) is False or (path_opt.startswith("tf32")
+                                                                       and precision != "float32")):
                     continue  # "auto" already ran the PyTorch pair stage; tf32 changes float32 GEMMs only
                 ran_fused = run_model(torch, args, system, precision, models[key], path_opt, t_end)
                 if path_opt == "auto":
@@ -373,7 +375,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--modes", nargs="+", default=list(MEASURE), choices=list(MEASURE))
     p.add_argument("--paths", nargs="+", default=["auto"], choices=list(PATH_OPTIONS),
                    help="auto: fused kernels where they run; pytorch: the PyTorch pair stage (fused=False); "
-                        "tf32: the mixed-precision opt-in, TF32 GEMMs (float32 only)")
+                        "tf32: the mixed-precision opt-in, TF32 GEMMs (float32 only); tf32x3: float32 products "
+                        "as three TF32 products")
     p.add_argument("--data", type=Path, default=Path("../shared/data"))
     p.add_argument("--inputs", type=Path, default=Path("../shared/bench/inputs"))
     p.add_argument("--out", help="append the JSON lines to this file")

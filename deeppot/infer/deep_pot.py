@@ -63,10 +63,14 @@ class Evaluator:
     tf32: the mixed-precision opt-in on a GPU: one TF32 pass per float32 GEMM, in the fused embedding kernels
     (instead of three) and in the fitting nets' cuBLAS GEMMs (instead of float32 arithmetic); about 1e-3 relative
     error in each. A compressed model has no embedding GEMM; its fitting nets take the opt-in.
+    products: without tf32, the float32-accurate scheme of the fused kernels' products, "f16x3" or "tf32x3"
+    (`deeppot.kernels.precision`); None picks f16x3 where the model's values fit float16's range on a GPU where
+    it was measured.
     """
 
     def __init__(self, model: EnergyModel, device: torch.device | str | None = None, fused: bool | None = None,
-                 batch_atoms: int | None = None, chunk_atoms: int | None = None, tf32: bool = False) -> None:
+                 batch_atoms: int | None = None, chunk_atoms: int | None = None, tf32: bool = False,
+                 products: str | None = None) -> None:
         self.device = torch.device(device) if device is not None else default_device()
         self.model = model.to(self.device).eval()
         self.pair_stage, self.fused = self._pick_stage(fused)
@@ -77,13 +81,27 @@ class Evaluator:
             from deeppot.kernels.scatter import scatter_forces_and_virial as scatter
 
             self.scatter, self.pairs = scatter, pair_data
-        if self.fused and tf32 and not model.descriptor.compressed:  # the tables have no GEMM to run in TF32
-            self.pair_stage = functools.partial(self.pair_stage, precision="tf32")
+        self.products = self._pick_products(tf32, products)
+        self.pair_stage = functools.partial(self.pair_stage, precision=self.products) if self.fused \
+            else self.pair_stage
         self.tf32 = tf32 and self.device.type == "cuda"
         self.batch_atoms = batch_atoms or (2**20 if self.device.type == "cuda" else 2**14)
         self.chunk_atoms = chunk_atoms or max(1, memory_budget(self.device) // bytes_per_centre(model, self.fused))
         log.debug("evaluation on %s with the %s pair stage, %d centres a chunk", self.device,
                  "fused Triton" if self.fused else "PyTorch", self.chunk_atoms)
+
+    def _pick_products(self, tf32: bool, products: str | None) -> str:
+        """The fused kernels' precision of float32 products: "tf32" (opted in; a compressed model's tables have no
+        GEMM, its fitting nets take cuBLAS's TF32 products), else f16x3 or tf32x3."""
+        if tf32:
+            return "tf32"
+        if products not in (None, "f16x3", "tf32x3"):
+            raise ValueError(f"products must be 'f16x3' or 'tf32x3', not {products!r}")
+        if products is None and self.fused:
+            from deeppot.kernels.precision import float32_products
+
+            return float32_products(self.model, self.device)
+        return products or "tf32x3"
 
     def _pick_stage(self, fused: bool | None) -> tuple[PairStage, bool]:
         if fused is False:

@@ -34,6 +34,10 @@ from deeppot.kernels.reach import Reach, add_tail, tile_tops
 # runs 40-41, float64: run 89, T 35.4 -> 32.0 ms against (1, 16, 4), the stacked gradient 54.7 ms against the
 # one-atom kernel's 57.6). A kernel not here would keep its one-atom twin (`covers`).
 TILES = {torch.float32: {"t": (4, 16, 4), "grad": (8, 8, 4)}, torch.float64: {"t": (2, 16, 8), "grad": (1, 16, 4)}}
+# float32 with "f16x3" products (`embedding._mm`): the float16 parts take half the registers (ptxas: the gradient
+# at (4, 16, 4) spills 604 B against 900), and the gradient is fastest on (4, 16, 4) (run 144: 8.10 ms against
+# 8.43 at (8, 8, 4); tf32x3 12.25 at (8, 8, 4), 13.57 at (4, 16, 4))
+F16X3_TILES = {"t": (4, 16, 4), "grad": (4, 16, 4)}
 # The gradient tiles push value and tangent through each layer as one stacked GEMM in float64 only: it spilled
 # fewer registers in ptxas for float32 too, but ran slower there (run 89: 12.0 -> 13.0 ms at 8 x 8).
 STACKED = {torch.float64}
@@ -47,7 +51,7 @@ if embedding.triton is not None:
     import triton
     import triton.language as tl
 
-    from deeppot.kernels.embedding import _columns, _dense_jet, _jet_outputs, _net_weights, _tanh
+    from deeppot.kernels.embedding import _columns, _dense_jet, _jet_outputs, _mm, _net_weights, _tanh
     from deeppot.kernels.env_rows import _dense, _env_rows, _store_pair_grad
 
     @triton.jit
@@ -56,7 +60,7 @@ if embedding.triton is not None:
         rows: tl.constexpr = x.shape[0]
         k: tl.constexpr = x.shape[1]
         xs = tl.reshape(tl.permute(tl.join(x, dx), (2, 0, 1)), (2 * rows, k))
-        zu = tl.dot(xs, w, input_precision=PRECISION)
+        zu = _mm(xs, w, PRECISION)
         z, u = tl.split(tl.permute(tl.reshape(zu, (2, rows, w.shape[1])), (1, 2, 0)))
         return _jet_outputs(x, dx, _tanh(z + b[None, :]), u, KIND)[1:]
 
@@ -89,7 +93,7 @@ if embedding.triton is not None:
         g = _dense(_dense(g, w2, b2, SKIP2, PRECISION), w3, b3, SKIP3, PRECISION)
         rt = tl.where(corner == 0, s[None, :], tl.where(corner == 1, rx[None, :], tl.where(
             corner == 2, ry[None, :], tl.where(corner == 3, rz[None, :], 0.0))))
-        return acc + tl.dot(rt, g, input_precision=PRECISION)
+        return acc + _mm(rt, g, PRECISION)
 
     @triton.jit
     def _tiled_t_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
@@ -181,7 +185,7 @@ if embedding.triton is not None:
 
 def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str, reach: Reach | None
                 ) -> tuple[list, dict, Tensor]:
-    atoms, slots, warps = TILES[rij.dtype][kernel]
+    atoms, slots, warps = (F16X3_TILES if precision == "f16x3" else TILES[rij.dtype])[kernel]
     tops = tile_tops(d, reach, center_type, atoms, _per_type(d))
     tensors, meta = net_args(d, rij, center_type, precision, tops)
     if rij.dtype == torch.float64:  # see the module's docstring

@@ -15,7 +15,8 @@ neighbour-type block it loads that block's net (net b, or net (t_i, b) when two-
 in chunks of BLOCK rows. Where measured faster, the atom-tile kernels of `deeppot.kernels.atom_tiles` run instead
 (several atoms a program; 98,304 water atoms on an H100: both float32 kernels, 16% faster, runs 40-41; the float64 T
 kernel, 28% faster, run 45). The layer helpers (padded register layouts, DeePMD's skips, tensor-core GEMMs: 3xTF32
-for float32, float64 GEMMs for float64) are the training kernels'; the environment rows are `env_rows`'.
+or three float16 products (`embedding._mm`) for float32, float64 GEMMs for float64) are the training kernels'; the
+environment rows are `env_rows`'.
 Tests: tests/kernels/test_descriptor.py (GPU, or Triton's interpreter on a CPU) and tests/gpu.
 """
 
@@ -39,7 +40,7 @@ if embedding.triton is not None:
     import triton
     import triton.language as tl
 
-    from deeppot.kernels.embedding import _columns, _dense_jet, _net_weights, _tanh
+    from deeppot.kernels.embedding import _columns, _dense_jet, _mm, _net_weights, _tanh
     from deeppot.kernels.env_rows import _dense, _env_row_grad, _env_rows, _store_pair_grad, _t_bar_rows
 
     @triton.jit
@@ -72,7 +73,7 @@ if embedding.triton is not None:
                     g = _dense(_dense(g, w2, b2, SKIP2, PRECISION), w3, b3, SKIP3, PRECISION)
                     rt = tl.where(four == 0, s[None, :], tl.where(four == 1, rx[None, :], tl.where(
                         four == 2, ry[None, :], tl.where(four == 3, rz[None, :], 0.0))))
-                    acc += tl.dot(rt, g, input_precision=PRECISION)
+                    acc += _mm(rt, g, PRECISION)
         out = t_ptr + centre * 4 * N3 + col
         for c in tl.static_range(4):
             tl.store(out + c * N3, tl.sum(tl.where(four == c, acc, 0.0), axis=0) * tl.load(geo_ptr + 3), mask=col_ok)
@@ -183,37 +184,40 @@ def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
     """Atomic energies (n,) float64 and dE/dr_ij (n, nnei, 3): the `deeppot.infer.evaluate` pair stage.
 
     The fitting nets run on their own type's atoms (ntypes host syncs a chunk, for the index lists), or with
-    `sync_free` every net on every atom (for CUDA graphs). precision of the float32 embedding GEMMs: "tf32x3"
-    (float32-level accuracy) or the mixed-precision opt-in "tf32".
+    `sync_free` every net on every atom (for CUDA graphs). precision of the float32 products (embedding nets and
+    fitting nets): "f16x3" or "tf32x3" (float32-level accuracy, `deeppot.kernels.precision`) or the
+    mixed-precision opt-in "tf32".
     """
     return two_kernel_stage(model, rij, center_type, neighbor_type, sync_free,
                             functools.partial(descriptor_t, precision=precision),
-                            functools.partial(pair_grad_from_t_bar, precision=precision))
+                            functools.partial(pair_grad_from_t_bar, precision=precision), precision)
 
 
 def two_kernel_stage(model, rij: Tensor, center_type: Tensor, neighbor_type: Tensor, sync_free: bool,
-                     t_kernel, grad_kernel) -> tuple[Tensor, Tensor]:
+                     t_kernel, grad_kernel, precision: str = "tf32x3") -> tuple[Tensor, Tensor]:
     """A pair stage from its two kernels (T from the pairs; dE/dr_ij from dE/dT), shared by the uncompressed and
     compressed families: both skip the padding after each list's last neighbour (`deeppot.kernels.reach`, which
-    also handles exclude_types), the fitting step between them."""
+    also handles exclude_types), the fitting step between them (its float32 products at `precision`)."""
     d = model.descriptor
     reach = find_reach(d, center_type, neighbor_type)
     rij = excluded_as_padding(d, rij, center_type, neighbor_type)
     t_mat = t_kernel(d, rij, center_type, reach=reach)
-    energy, t_bar = energy_and_t_bar(model, t_mat, center_type, sync_free)
+    energy, t_bar = energy_and_t_bar(model, t_mat, center_type, sync_free, precision)
     return energy, grad_kernel(d, rij, center_type, t_bar, reach=reach)
 
 
-def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool) -> tuple[Tensor, Tensor]:
+def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool, precision: str = "tf32x3"
+                     ) -> tuple[Tensor, Tensor]:
     """Between the two kernels of a fused stage: atomic energies (n,) float64 and dE/dT (n, 4, M1) from T, the
     fitting nets on their own type's atoms (per-type index lists: a host sync) or, sync_free, on every atom.
     D and dE/dT go through `deeppot.kernels.descriptor_matrix`, which reads and writes a type's rows by index; the
     nets through `deeppot.kernels.fitting_gemm.value_and_input_grad`."""
     d, fitting = model.descriptor, model.fitting
+    fit = functools.partial(fitting_gemm.value_and_input_grad, precision=precision)
     if d.ntypes == 1 or sync_free:
         desc = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype)
         energy, d_desc = analytic.atomic_energy_and_grad(fitting, desc[None], center_type[None],
-                                                         fit=fitting_gemm.value_and_input_grad)
+                                                         fit=fit)
         return energy[0], descriptor_matrix.t_bar_from_desc_grad(d_desc[0], t_mat)
     energy = torch.empty(len(t_mat), dtype=torch.float64, device=t_mat.device)
     t_bar = torch.empty_like(t_mat)  # every atom has one of the types: each row is written below
@@ -221,7 +225,7 @@ def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool)
     for t in range(d.ntypes):
         idx = torch.nonzero(center_type == t).reshape(-1)
         desc = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype, idx)
-        value, d_desc = fitting_gemm.value_and_input_grad(fitting.nets, desc, t)
+        value, d_desc = fit(fitting.nets, desc, t)
         energy[idx] = value[:, 0].to(torch.float64) + bias[t]
         descriptor_matrix.t_bar_from_desc_grad(d_desc, t_mat, idx, t_bar)
     return energy, t_bar

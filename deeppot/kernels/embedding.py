@@ -16,7 +16,8 @@ there and the backward adds their gradients to its row, instead of running the n
 Supported nets: three layers 1 -> N1 -> N2 -> N3, tanh, DeePMD skips (same width or doubling), no timestep
 (resnet_dt false). `fusable` says whether a descriptor qualifies; anything else keeps the PyTorch path.
 Widths are padded to powers of two in registers (zero weights keep the padding exactly zero). GEMMs run on the
-tensor cores: float32 as 3xTF32 (float32-level accuracy) or, opted in, one TF32 pass; float64 in float64.
+tensor cores: float32 as 3xTF32 (float32-level accuracy) or, opted in, one TF32 pass; float64 in float64. The
+inference kernels built on these helpers also take "f16x3" (`_mm`; `deeppot.kernels.precision` says when).
 The kernel-vs-PyTorch tests are tests/kernels (GPU, or the Triton interpreter on a CPU) and tests/gpu.
 """
 
@@ -70,6 +71,25 @@ if triton is not None:
         t = tl.exp(-2.0 * tl.abs(z))
         y = (1.0 - t) / (1.0 + t)
         return tl.where(z < 0, -y, y)
+
+    @triton.jit
+    def _f16_parts(x):
+        """x = hi + lo / 2^11 with hi and lo float16: 22 significant bits, as TF32's two parts in tf32x3."""
+        hi = x.to(tl.float16)
+        return hi, ((x - hi.to(tl.float32)) * 2048.0).to(tl.float16)
+
+    @triton.jit
+    def _mm(a, b, PRECISION: tl.constexpr):
+        """a @ b on the tensor cores at PRECISION: one of `tl.dot`'s input precisions, or "f16x3", three float16
+        products of the operands' parts (`_f16_parts`), as accurate as "tf32x3" (float32 operands within
+        float16's range) at twice the tensor cores' rate."""
+        if PRECISION == "f16x3":
+            a_hi, a_lo = _f16_parts(a)
+            b_hi, b_lo = _f16_parts(b)
+            c = tl.dot(a_hi, b_lo, tl.dot(a_lo, b_hi))
+            return tl.dot(a_hi, b_hi, c * (1.0 / 2048.0))
+        else:
+            return tl.dot(a, b, input_precision=PRECISION)
 
     @triton.jit
     def _columns(P: tl.constexpr, H: tl.constexpr, NH: tl.constexpr):
@@ -133,8 +153,8 @@ if triton is not None:
     @triton.jit
     def _dense_jet(x, dx, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr):
         """One layer on (value, tangent): returns a, u = dx @ W, d = 1 - a^2, and the outputs with skip."""
-        a = _tanh(tl.dot(x, w, input_precision=PRECISION) + b[None, :])
-        u = tl.dot(dx, w, input_precision=PRECISION)
+        a = _tanh(_mm(x, w, PRECISION) + b[None, :])
+        u = _mm(dx, w, PRECISION)
         d, x_out, dx_out = _jet_outputs(x, dx, a, u, KIND)
         return a, u, d, x_out, dx_out
 

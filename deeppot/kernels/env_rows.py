@@ -19,12 +19,12 @@ if embedding.triton is not None:
     import triton
     import triton.language as tl
 
-    from deeppot.kernels.embedding import _skip, _tanh
+    from deeppot.kernels.embedding import _mm, _skip, _tanh
 
     @triton.jit
     def _dense(x, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr):
         """One tanh layer with DeePMD's skip, values only."""
-        a = _tanh(tl.dot(x, w, input_precision=PRECISION) + b[None, :])
+        a = _tanh(_mm(x, w, PRECISION) + b[None, :])
         if KIND != 0:
             a += _skip(x, KIND)
         return a

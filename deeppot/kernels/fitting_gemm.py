@@ -4,8 +4,9 @@ or `_grad_kernel`).
 
 For 10^5 atoms the fitting products are the largest cost of an evaluation after the embedding (or table) kernels
 (4.4 ms of a 15 ms compressed water call, run 128): cuBLAS's float32 kernels run on the FMA units at ~45 TFLOP/s.
-Here each product runs on the tensor cores as three TF32 products (`input_precision="tf32x3"`, accurate to
-float32 like the embedding kernels), and the tile it computes is finished in registers (float32 only: as float64
+Here each product runs on the tensor cores in one of `deeppot.kernels.precision`'s float32-accurate schemes (three
+float16 products, "f16x3", summed apart each k step and then added, where the model allows; else three TF32 products,
+"tf32x3"), and the tile it computes is finished in registers (float32 only: as float64
 GEMMs on the float64 tensor cores they were slower than cuBLAS's on the 1600-wide products, run 131):
 - `layer_forward`: a = tanh(h W + b), h' = S(h) + idt a (DeePMD's skip S and timestep idt);
 - `layer_grad`: g' = gz_above W_above^T + S^T(g_above), gz = g' idt (1 - a^2);
@@ -34,19 +35,23 @@ NONE_EPILOGUE, LAYER, GRAD = 0, 1, 2
 TILES = {LAYER: dict(BM=128, BN=64, BK=32, num_warps=4, num_stages=4),
          GRAD: dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3),
          NONE_EPILOGUE: dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3)}
+# The same with "f16x3" products: one tile for all three (run 146, with the epilogues, two nets at 65,536 rows: the
+# 1600-wide layer 0.92 ms against 1.30 on the tf32x3 layer tile, dE/dD 1.21, the 240-wide grad 0.30; the 240-wide
+# layer 0.30 against 0.27 on (64, 128, 32))
+F16X3_TILES = {k: dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3) for k in (LAYER, GRAD, NONE_EPILOGUE)}
 MIN_ROWS = 8192
 
 if triton is not None:
     import triton.language as tl
 
-    from deeppot.kernels.embedding import _tanh
+    from deeppot.kernels.embedding import _mm, _tanh
     from deeppot.kernels.fitting import _add_skip, _timestep
 
     @triton.jit
     def _gemm_kernel(x_ptr, w_ptr, y_ptr, out_ptr, b_ptr, idt_ptr, src_ptr, a_ptr,
                      rows, m, x_net, x_row, w_net, w_k, w_m, s_net, s_row, n_src, K: tl.constexpr,
                      EPILOGUE: tl.constexpr, SKIP: tl.constexpr, HAS_IDT: tl.constexpr, WRITE_OUT: tl.constexpr,
-                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr = "tf32x3"):
         """y = x W (nets, rows, m) for one (BM, BN) tile, x (nets or 1, rows, K) and W at strides (w_k, w_m):
         W^T is W with its strides swapped. Then the epilogue (module docstring); y and out are contiguous."""
         net = tl.program_id(2).to(tl.int64)
@@ -59,7 +64,10 @@ if triton is not None:
         for k0 in range(0, K, BK):
             xt = tl.load(xs, mask=(row < rows) & (kk[None, :] < K - k0), other=0.0)
             wt = tl.load(ws, mask=(kk[:, None] < K - k0) & (col < m), other=0.0)
-            acc = tl.dot(xt, wt, acc, input_precision="tf32x3")
+            if PRECISION == "f16x3":  # each step's products summed apart, then added (see `_mm`)
+                acc += _mm(xt, wt, PRECISION)
+            else:
+                acc = tl.dot(xt, wt, acc, input_precision=PRECISION)
             xs += BK
             ws += BK * w_k
         ok = (row < rows) & (col < m)
@@ -98,64 +106,71 @@ def _net_stride(t: Tensor) -> int:
     return t.stride(0) if t.shape[0] > 1 else 0
 
 
-def _launch(x: Tensor, w: Tensor, transposed: bool, epilogue: int, y: Tensor, out: Tensor, b=None, idt=None,
-            src=None, a=None, skip: int = 0) -> None:
+def _launch(x: Tensor, w: Tensor, transposed: bool, epilogue: int, y: Tensor, out: Tensor, precision: str,
+            b=None, idt=None, src=None, a=None, skip: int = 0) -> None:
     nets, rows, m = y.shape
     w_k, w_m = (w.stride(2), w.stride(1)) if transposed else (w.stride(1), w.stride(2))
     assert x.stride(2) == 1 and x.shape[-1] == (w.shape[2] if transposed else w.shape[1])
     s = src if src is not None else y
-    tile = TILES[epilogue]
+    tile = (F16X3_TILES if precision == "f16x3" else TILES)[epilogue]
     grid = (triton.cdiv(rows, tile["BM"]), triton.cdiv(m, tile["BN"]), nets)
     _gemm_kernel[grid](x, w, y, out, y if b is None else b, y if idt is None else idt, s, y if a is None else a,
                        rows, m, _net_stride(x), x.stride(1), _net_stride(w), w_k, w_m,
                        _net_stride(s), s.stride(1) if s.shape[1] > 1 else 0, s.shape[-1], K=x.shape[-1],
-                       EPILOGUE=epilogue, SKIP=skip, HAS_IDT=idt is not None, WRITE_OUT=out is not y, **tile)
+                       EPILOGUE=epilogue, SKIP=skip, HAS_IDT=idt is not None, WRITE_OUT=out is not y,
+                       PRECISION=precision, **tile)
 
 
 def _out_shape(x: Tensor, w: Tensor, m: int) -> tuple[int, int, int]:
     return max(x.shape[0], w.shape[0]), x.shape[1], m
 
 
-def layer_forward(h: Tensor, w: Tensor, b: Tensor, idt: Tensor | None, skip: int) -> tuple[Tensor, Tensor]:
+def layer_forward(h: Tensor, w: Tensor, b: Tensor, idt: Tensor | None, skip: int, precision: str = "tf32x3"
+                  ) -> tuple[Tensor, Tensor]:
     """(a, h') of a hidden layer: `fitting._layer` over `h @ w` (h' is a itself without skip or timestep)."""
     a = h.new_empty(_out_shape(h, w, w.shape[2]))
     out = torch.empty_like(a) if skip != 0 or idt is not None else a
-    _launch(h, w, False, LAYER, a, out, b=b, idt=idt, src=h, skip=skip)
+    _launch(h, w, False, LAYER, a, out, precision, b=b, idt=idt, src=h, skip=skip)
     return a, out
 
 
-def layer_grad(gz: Tensor, w: Tensor, src: Tensor, skip: int, a: Tensor, idt: Tensor | None) -> tuple[Tensor, Tensor]:
+def layer_grad(gz: Tensor, w: Tensor, src: Tensor, skip: int, a: Tensor, idt: Tensor | None,
+               precision: str = "tf32x3") -> tuple[Tensor, Tensor]:
     """(g', gz') of the layer below: `fitting._grad` over gz W^T (W the layer above's, src its g')."""
     g = torch.empty_like(a)
     gz_new = torch.empty_like(a)
-    _launch(gz, w, True, GRAD, g, gz_new, idt=idt, src=src, a=a, skip=skip)
+    _launch(gz, w, True, GRAD, g, gz_new, precision, idt=idt, src=src, a=a, skip=skip)
     return g, gz_new
 
 
-def product_t(gz: Tensor, w: Tensor) -> Tensor:
+def product_t(gz: Tensor, w: Tensor, precision: str = "tf32x3") -> Tensor:
     """gz W^T (nets, rows, n): the first layer's input gradient."""
     y = gz.new_empty(_out_shape(gz, w, w.shape[1]))
-    _launch(gz, w, True, NONE_EPILOGUE, y, y)
+    _launch(gz, w, True, NONE_EPILOGUE, y, y, precision)
     return y
 
 
 class FusedProducts(fitting.Products):
     """`fitting.Products` with each product and its elementwise work as one kernel (the top layer's g' = src needs
-    no product and keeps the base class's elementwise kernel)."""
+    no product and keeps the base class's elementwise kernel); precision of the products: `_mm`'s."""
+
+    def __init__(self, precision: str = "tf32x3") -> None:
+        super().__init__()
+        self.precision = precision
 
     def layer(self, h, w, b, idt, mode):
-        return layer_forward(h, w, b, idt, mode)
+        return layer_forward(h, w, b, idt, mode, self.precision)
 
     def grad(self, gz, w, src, mode, a, idt):
         if gz is None:
             return super().grad(gz, w, src, mode, a, idt)
-        return layer_grad(gz, w, src, mode, a, idt)
+        return layer_grad(gz, w, src, mode, a, idt, self.precision)
 
     def product_t(self, gz, w):
-        return product_t(gz, w)
+        return product_t(gz, w, self.precision)
 
 
-def value_and_input_grad(nets, x: Tensor, k: int | None) -> tuple[Tensor, Tensor]:
+def value_and_input_grad(nets, x: Tensor, k: int | None, precision: str = "tf32x3") -> tuple[Tensor, Tensor]:
     """Inference's `analytic.fit_with_input_grad` (same contract, no autograd): the forward of
     `fitting.FittingJet`, one elementwise kernel a layer each way instead of PyTorch's ~5, or, where `worth_it`,
     the products and that work fused; cuBLAS's products whole (the split gained nothing in graphed inference, run
@@ -164,7 +179,7 @@ def value_and_input_grad(nets, x: Tensor, k: int | None) -> tuple[Tensor, Tensor
             x.dim() != (2 if k is not None else 3):
         return analytic.fit_with_input_grad(nets, x, k)
     x3 = x if k is None else x[None]
-    products = FusedProducts() if worth_it(x3) else fitting.Products(split=False)
+    products = FusedProducts(precision) if worth_it(x3) else fitting.Products(split=False)
     hidden, w_out, b_out = fitting._unpack(*fitting._flat_params(nets, k))
     value, g0, _, _ = fitting._forward(x3, hidden, w_out, b_out, products)
     return (value, g0) if k is None else (value[0], g0[0])

@@ -134,23 +134,24 @@ def test_training_gradients_through_the_jet(precision):
         torch.testing.assert_close(a, b, **tol, msg=name)
 
 
-def fused_value_and_grad(nets, x: torch.Tensor, k: int | None):
+def fused_value_and_grad(nets, x: torch.Tensor, k: int | None, products: str = "tf32x3"):
     """`fitting_gemm.value_and_input_grad`'s fused branch, whatever `worth_it` says of x."""
     hidden, w_out, b_out = fitting._unpack(*fitting._flat_params(nets, k))
-    value, g0, _, _ = fitting._forward(x, hidden, w_out, b_out, fitting_gemm.FusedProducts())
+    value, g0, _, _ = fitting._forward(x, hidden, w_out, b_out, fitting_gemm.FusedProducts(products))
     return value, g0
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))
 @pytest.mark.parametrize("resnet_dt", [True, False])
 @pytest.mark.parametrize("atoms", [37, 300])  # one tile of rows, or several with a ragged last one
-def test_fused_products_equal_the_reference(shape, resnet_dt, atoms):
+@pytest.mark.parametrize("products", ["tf32x3", "f16x3"])
+def test_fused_products_equal_the_reference(shape, resnet_dt, atoms, products):
     dtype = torch.float32
     nets, x = nets_and_input(shape, 3, resnet_dt, dtype, atoms=atoms)
     with torch.no_grad():
         for k in (None, 1):  # every net on one shared x (stride 0 over nets), or one net on its own rows
             rows = x if k is None else x[:, k:]
-            got = fused_value_and_grad(nets, rows, k)
+            got = fused_value_and_grad(nets, rows, k, products)
             want = analytic.fit_with_input_grad(nets, rows if k is None else rows[0], k)
             if k is not None:
                 want = tuple(w[None] for w in want)

@@ -1,0 +1,107 @@
+"""Which tensor-core scheme the fused inference kernels use for a float32 model's products.
+
+Both keep float32-level accuracy (22 significant bits in each operand, products summed in float32):
+- "tf32x3": Triton's three TF32 products of each operand's two TF32 parts;
+- "f16x3": three float16 products (`deeppot.kernels.embedding._mm`): each operand split into a float16 high part
+  and a float16 remainder scaled by 2^11. The float16 tensor cores run at twice TF32's rate and the parts take
+  half the registers (fewer spills in the embedding kernels), but float16 holds only |x| < 65504, and entries
+  below ~6e-5 keep an absolute accuracy of ~1.5e-11 instead of a relative one.
+
+`float32_products` picks "f16x3" for a model whose values provably stay within float16's range (bounds below,
+from the weights and the environment statistics, for any neighbour farther than R_FLOOR), on the GPUs where it
+was measured (Hopper class, benchmarks/results run 144); "tf32x3" otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+from torch import Tensor
+
+log = logging.getLogger(__name__)
+
+LIMIT = 2.0**14  # the largest operand magnitude allowed: a quarter of float16's largest finite value
+WEIGHT_FLOOR = 2.0**-12  # a matrix whose largest weight is below this keeps tf32x3 (its parts would be subnormal)
+R_FLOOR = 0.5  # Å: the closest neighbour the environment bound covers (no Deep Potential is trained closer)
+
+
+def float32_products(model, device: torch.device) -> str:
+    """The products' scheme for `model`'s fused inference kernels on `device` ("f16x3" or "tf32x3")."""
+    if model.descriptor.dtype != torch.float32 or device.type != "cuda" or \
+            torch.cuda.get_device_capability(device) < (9, 0):
+        return "tf32x3"
+    reason = f16_range_problem(model)
+    if reason is not None:
+        log.info("float32 products as tf32x3, not f16x3: %s", reason)
+        return "tf32x3"
+    return "f16x3"
+
+
+def f16_range_problem(model) -> str | None:
+    """Why some operand of the model's products could leave float16's range, or None when none can."""
+    d, nets = model.descriptor, model.fitting.nets
+    matrices = [layer.matrix for layer in nets.layers]
+    if not d.compressed:
+        matrices += [layer.matrix for layer in d.nets.layers]
+    for w in matrices:
+        largest = float(w.detach().abs().max())
+        if not WEIGHT_FLOOR <= largest <= LIMIT:
+            return f"a weight matrix of shape {tuple(w.shape)} has largest entry {largest:.3g}"
+    g_max, tangent = embedding_bounds(d)
+    r_max = float(((1.0 / R_FLOOR + d.davg.abs()) / d.dstd.abs()).max())
+    t_max = r_max * g_max  # T = sum_j R_j G_j / nnei
+    bounds = {"the embedding tangent": tangent, "the environment rows": r_max, "the descriptor": 4 * t_max**2}
+    bounds.update(fitting_bounds(nets, bounds["the descriptor"]))
+    for name, bound in bounds.items():
+        if bound > LIMIT:
+            return f"{name} may reach {bound:.3g} (float16's range ends at 65504)"
+    return None
+
+
+def _column_sums(w: Tensor) -> Tensor:
+    """max over nets and outputs of sum_in |W[in, out]|: how much a layer can grow a bounded input."""
+    return w.detach().abs().sum(dim=1).max()
+
+
+def _row_sums(w: Tensor) -> Tensor:
+    """max over nets and inputs of sum_out |W[in, out]|: the same for the transposed product."""
+    return w.detach().abs().sum(dim=2).max()
+
+
+def embedding_bounds(d) -> tuple[float, float]:
+    """Bounds on the embedding nets' outputs G and on their tangent dG/ds (0 for tables, which have no GEMM):
+    each tanh layer adds at most 1 to its skip's share, the tangent grows by the layer's column sums."""
+    if d.compressed:
+        layers = len(d.neuron)
+        return float(layers), 0.0
+    value, tangent = 0.0, 0.0
+    for i, layer in enumerate(d.nets.layers):
+        n_in, n_out = layer.matrix.shape[1:]
+        skip = i > 0 and n_out in (n_in, 2 * n_in)
+        grown = float(_column_sums(layer.matrix)) * (tangent if i > 0 else 1.0)
+        value = (value if skip else 0.0) + 1.0
+        tangent = (tangent if skip else 0.0) + grown
+    return value, tangent
+
+
+def fitting_bounds(nets, d_max: float) -> dict[str, float]:
+    """Bounds on the fitting nets' layer inputs forward and their gradients backward (the products' operands):
+    a hidden layer adds at most idt to its skip's share ([h, h] for a doubling layer); backward, g' grows by the
+    layer's row sums times gz = g' idt (1 - a^2), plus the skip's share (the two halves' sum when doubling)."""
+    value, largest_value, hidden = d_max, d_max, []
+    for layer in nets.layers[:-1]:
+        n_in, n_out = layer.matrix.shape[1:]
+        idt = 1.0 if layer.idt is None else float(layer.idt.detach().abs().max())
+        skip = 2.0 if n_out == 2 * n_in else 1.0 if n_out == n_in else 0.0
+        hidden.append((layer.matrix, skip, idt))
+        value = (value if skip else 0.0) + idt
+        largest_value = max(largest_value, value)
+    grad = float(_row_sums(nets.layers[-1].matrix))  # dE/dh of the last hidden layer: |w_out|
+    largest_grad = grad
+    for matrix, skip, idt in reversed(hidden[1:]):
+        gz = grad * idt
+        grad = float(_row_sums(matrix)) * gz + grad * skip
+        largest_grad = max(largest_grad, gz, grad)
+    largest_grad = max(largest_grad, grad * hidden[0][2])  # gz of the first layer: dE/dD = gz W^T
+    return {"the fitting activations": largest_value, "the fitting gradients": largest_grad}

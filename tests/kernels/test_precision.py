@@ -1,0 +1,82 @@
+"""The choice of float32 product scheme (`deeppot.kernels.precision`): its float16 range bounds hold on real
+evaluations, and models that could leave float16's range keep tf32x3."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from helpers import make_model, random_system
+
+from deeppot.infer.deep_pot import Evaluator
+from deeppot.infer.evaluate import FlatNeighbors
+from deeppot.kernels import precision
+from deeppot.model import analytic
+from deeppot.nlist import build_neighbor_data
+
+WATER_NET = dict(neuron=[25, 50, 100], sel=[46, 92], precision="float32")
+
+
+def test_an_ordinary_model_fits_float16s_range():
+    assert precision.f16_range_problem(make_model(**WATER_NET)) is None
+
+
+def test_f16x3_is_only_chosen_on_the_gpus_where_it_was_measured():
+    model = make_model(**WATER_NET)
+    assert precision.float32_products(model, torch.device("cpu")) == "tf32x3"
+    assert precision.float32_products(make_model(), torch.device("cpu")) == "tf32x3"  # float64
+
+
+def test_large_or_vanishing_weights_keep_tf32x3():
+    model = make_model(**WATER_NET)
+    with torch.no_grad():
+        model.fitting.nets.layers[1].matrix[0, 0, 0] = 3e4
+    assert "weight matrix" in precision.f16_range_problem(model)
+    model = make_model(**WATER_NET)
+    with torch.no_grad():
+        model.descriptor.nets.layers[2].matrix.mul_(1e-6)
+    assert "weight matrix" in precision.f16_range_problem(model)
+
+
+def test_a_tiny_environment_spread_keeps_tf32x3():
+    model = make_model(**WATER_NET)
+    with torch.no_grad():
+        model.descriptor.dstd[..., 1:] = 1e-3  # normalised rows of ~2000 at half an ångström: D would overflow
+    assert "may reach" in precision.f16_range_problem(model)
+
+
+def test_the_bounds_hold_on_an_evaluation():
+    """G, dG/ds, the environment rows, D and the fitting nets' activations and gradients of a random system stay
+    within the bounds the choice relies on (each bound is also not vacuous: within 100x of what is seen)."""
+    model = make_model(**WATER_NET)
+    d = model.descriptor
+    coord, atype, box = random_system(natoms=40, ntypes=2, box_len=7.0, seed=3, min_dist=0.7)
+    nd = build_neighbor_data(coord, atype[None], box, model.rcut, model.sel)
+    flat = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
+    rij = flat.pair_vectors(0, flat.ncentre, model.rcut).to(d.dtype)
+    nlist_loc, neighbor_type = flat.neighbor_owner_and_type(0, flat.ncentre)
+    with torch.no_grad():
+        rows = analytic.env_rows(d, rij[None], nlist_loc[None], flat.center_type[None], neighbor_type[None])
+        g, dg = analytic.embed_all(d, rows.rr, flat.center_type[None])
+    g_max, tangent = precision.embedding_bounds(d)
+    r_max = float(((1.0 / precision.R_FLOOR + d.davg.abs()) / d.dstd.abs()).max())
+    for seen, bound in ((g, g_max), (dg, tangent), (rows.rr, r_max)):
+        assert seen.abs().max() <= bound < 100 * seen.abs().max()
+    t_mat = torch.einsum("fnjc,fnjm->fncm", rows.rr, g)[0] / sum(d.sel)
+    desc = t_mat.transpose(1, 2) @ t_mat[:, :, :d.axis_neuron]
+    d_max = 4 * (r_max * g_max) ** 2
+    assert desc.abs().max() <= d_max
+    fit = precision.fitting_bounds(model.fitting.nets, float(desc.abs().max()))
+    x = desc.reshape(1, len(desc), -1).detach()
+    h, largest_h, grads = x, 0.0, []
+    for layer in model.fitting.nets.layers[:-1]:
+        h = layer.forward_all(h)
+        h.register_hook(grads.append)
+        largest_h = max(largest_h, float(h.detach().abs().max()))
+    model.fitting.nets.layers[-1].forward_all(h).sum().backward()
+    assert largest_h <= fit["the fitting activations"]
+    assert max(float(gr.abs().max()) for gr in grads) <= fit["the fitting gradients"]
+
+
+def test_evaluator_names_a_wrong_scheme():
+    with pytest.raises(ValueError, match="products"):
+        Evaluator(make_model(), "cpu", products="f16")
