@@ -68,9 +68,11 @@ def compiled_report(source: ASTSource, warps: int) -> str:
 TYPES = {torch.float32: "*fp32", torch.float64: "*fp64", torch.int32: "*i32", torch.int64: "*i64"}
 
 
-def atom_tile_report(kernel: str, precision: str, tile: tuple[int, int, int], neuron: list[int], sel: list[int]) -> str:
+def atom_tile_report(kernel: str, precision: str, tile: tuple[int, int, int], neuron: list[int], sel: list[int],
+                     products: str = "tf32x3") -> str:
     """The inference atom-tile kernel ("t" or "grad", `deeppot.kernels.atom_tiles`) of a water-like se_e2_a model at
-    a given (ATOMS, SLOTS, warps), compiled as `_tiled_args` would launch it."""
+    a given (ATOMS, SLOTS, warps), its float32 products in `products` ("tf32x3" or "f16x3"), compiled as
+    `_tiled_args` would launch it."""
     from deeppot.kernels import atom_tiles
     from deeppot.model import EnergyModel
 
@@ -80,12 +82,13 @@ def atom_tile_report(kernel: str, precision: str, tile: tuple[int, int, int], ne
         "precision": precision}, "fitting_net": {"neuron": [240, 240, 240], "precision": precision}})
     n, nnei = 64, sum(sel)
     rij, center_type = torch.zeros(n, nnei, 3, dtype=dtype), torch.zeros(n, dtype=torch.int64)
-    saved = atom_tiles.TILES[dtype][kernel]
-    atom_tiles.TILES[dtype][kernel] = tile
+    tiles = atom_tiles.F16X3_TILES if products == "f16x3" and dtype == torch.float32 else atom_tiles.TILES[dtype]
+    saved = tiles[kernel]
+    tiles[kernel] = tile
     try:
-        tensors, meta, _ = atom_tiles._tiled_args(model.descriptor, rij, center_type, "tf32x3", kernel, None)
+        tensors, meta, _ = atom_tiles._tiled_args(model.descriptor, rij, center_type, products, kernel, None)
     finally:
-        atom_tiles.TILES[dtype][kernel] = saved
+        tiles[kernel] = saved
     warps = meta.pop("num_warps")
     outputs = [rij.new_empty(n, 4, meta["N3"])] if kernel == "t" else [rij.new_empty(n, 4, meta["N3"]), rij]
     args = [*tensors, *outputs, n, nnei, 1]
@@ -105,11 +108,14 @@ def main() -> None:
     parser.add_argument("--tile", nargs="+", default=[f"{embedding.BLOCK_J}x{embedding.NUM_WARPS}"],
                         help="BLOCKxWARPS of the kernels, e.g. 16x8 16x4")
     parser.add_argument("--precisions", nargs="+", default=["float32", "float64"])
+    parser.add_argument("--products", default="tf32x3", choices=["tf32x3", "f16x3"],
+                        help="the atom-tile kernels' float32 products (deeppot/kernels/precision.py)")
     args = parser.parse_args()
     for tile in args.atom_tiles or ():
         for kernel in ("t", "grad"):
             for precision in args.precisions:
-                report = atom_tile_report(kernel, precision, tuple(map(int, tile.split(","))), args.neuron, args.sel)
+                report = atom_tile_report(kernel, precision, tuple(map(int, tile.split(","))), args.neuron, args.sel,
+                                          args.products)
                 print(f"atom tile {tile} {kernel} {precision}: {report}", flush=True)
     for tile in args.tile if not args.atom_tiles else ():
         block, warps = map(int, tile.split("x"))
