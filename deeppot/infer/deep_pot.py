@@ -82,8 +82,8 @@ class Evaluator:
 
             self.scatter, self.pairs = scatter, pair_data
         self.products = self._pick_products(tf32, products)
-        self.pair_stage = functools.partial(self.pair_stage, precision=self.products) if self.fused \
-            else self.pair_stage
+        if self.fused:
+            self.pair_stage = functools.partial(self.pair_stage, precision=self.products)
         self.tf32 = tf32 and self.device.type == "cuda"
         self.batch_atoms = batch_atoms or (2**20 if self.device.type == "cuda" else 2**14)
         self.chunk_atoms = chunk_atoms or max(1, memory_budget(self.device) // bytes_per_centre(model, self.fused))

@@ -49,7 +49,7 @@ def f16_range_problem(model) -> str | None:
         if not WEIGHT_FLOOR <= largest <= LIMIT:
             return f"a weight matrix of shape {tuple(w.shape)} has largest entry {largest:.3g}"
     g_max, tangent = embedding_bounds(d)
-    r_max = float(((1.0 / R_FLOOR + d.davg.abs()) / d.dstd.abs()).max())
+    r_max = environment_bound(d)
     t_max = r_max * g_max  # T = sum_j R_j G_j / nnei
     bounds = {"the embedding tangent": tangent, "the environment rows": r_max, "the descriptor": 4 * t_max**2}
     bounds.update(fitting_bounds(nets, bounds["the descriptor"]))
@@ -57,6 +57,12 @@ def f16_range_problem(model) -> str | None:
         if bound > LIMIT:
             return f"{name} may reach {bound:.3g} (float16's range ends at 65504)"
     return None
+
+
+def environment_bound(d) -> float:
+    """A bound on the normalised environment rows (R~ - davg) / dstd for neighbours beyond R_FLOOR: each entry of
+    R~ is at most s = 1/r in size."""
+    return float(((1.0 / R_FLOOR + d.davg.abs()) / d.dstd.abs()).max())
 
 
 def _column_sums(w: Tensor) -> Tensor:

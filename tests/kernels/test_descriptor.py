@@ -42,38 +42,32 @@ def chunk_of(type_one_side, precision, neuron, sel, ntypes, seed=0, exclude_type
     return model, rij, nlist_loc, flat.center_type, neighbor_type
 
 
-@pytest.mark.parametrize(("type_one_side", "precision", "neuron", "sel", "ntypes"), CASES)
-def test_kernels_equal_their_pytorch_twins(type_one_side, precision, neuron, sel, ntypes):
-    model, rij, nlist_loc, center_type, neighbor_type = chunk_of(type_one_side, precision, neuron, sel, ntypes)
+def assert_kernels_match_twins(case, products: str) -> None:
+    """T and dE/dr_ij of the kernels (float32 products in `products`) equal their PyTorch twins' on `case`."""
+    model, rij, nlist_loc, center_type, neighbor_type = chunk_of(*case)
     d = model.descriptor
     assert kernels.unfusable_reason(model, DEVICE) is None
-    args = rij[None], nlist_loc[None], center_type[None], neighbor_type[None]
-    rows = analytic.env_rows(d, *args)
+    rows = analytic.env_rows(d, rij[None], nlist_loc[None], center_type[None], neighbor_type[None])
     g, dg = analytic.embed_all(d, rows.rr, center_type[None])
     t_ref = torch.einsum("fnjc,fnjm->fncm", rows.rr, g)[0] / sum(d.sel)
-    t_mat = kernels.descriptor_t(d, rij, center_type)
+    t_mat = kernels.descriptor_t(d, rij, center_type, products)
     torch.testing.assert_close(t_mat, t_ref, **TOL[d.dtype])
     t_bar = torch.randn(t_mat.shape, generator=torch.Generator().manual_seed(1), dtype=t_mat.dtype).to(DEVICE)
-    grad = kernels.pair_grad_from_t_bar(d, rij, center_type, t_bar)
+    grad = kernels.pair_grad_from_t_bar(d, rij, center_type, t_bar, products)
     grad_ref = analytic.pair_grad(d, rows, g, dg, t_bar[None])[0]
     scale = grad_ref.abs().max()
     torch.testing.assert_close(grad / scale, grad_ref / scale, **TOL[d.dtype])
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_kernels_equal_their_pytorch_twins(case):
+    assert_kernels_match_twins(case, "tf32x3")
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c[1] == "float32"])
 def test_f16x3_kernels_equal_their_pytorch_twins(case):
     """The float16-split products (`embedding._mm`, "f16x3") keep the kernels at float32's accuracy."""
-    model, rij, nlist_loc, center_type, neighbor_type = chunk_of(*case)
-    d = model.descriptor
-    rows = analytic.env_rows(d, rij[None], nlist_loc[None], center_type[None], neighbor_type[None])
-    g, dg = analytic.embed_all(d, rows.rr, center_type[None])
-    t_ref = torch.einsum("fnjc,fnjm->fncm", rows.rr, g)[0] / sum(d.sel)
-    torch.testing.assert_close(kernels.descriptor_t(d, rij, center_type, "f16x3"), t_ref, **TOL[d.dtype])
-    t_bar = torch.randn(t_ref.shape, generator=torch.Generator().manual_seed(1)).to(DEVICE)
-    grad = kernels.pair_grad_from_t_bar(d, rij, center_type, t_bar, "f16x3")
-    grad_ref = analytic.pair_grad(d, rows, g, dg, t_bar[None])[0]
-    scale = grad_ref.abs().max()
-    torch.testing.assert_close(grad / scale, grad_ref / scale, **TOL[d.dtype])
+    assert_kernels_match_twins(case, "f16x3")
 
 
 @pytest.mark.parametrize("sync_free", [False, True])

@@ -58,7 +58,7 @@ def test_the_bounds_hold_on_an_evaluation():
         rows = analytic.env_rows(d, rij[None], nlist_loc[None], flat.center_type[None], neighbor_type[None])
         g, dg = analytic.embed_all(d, rows.rr, flat.center_type[None])
     g_max, tangent = precision.embedding_bounds(d)
-    r_max = float(((1.0 / precision.R_FLOOR + d.davg.abs()) / d.dstd.abs()).max())
+    r_max = precision.environment_bound(d)
     for seen, bound in ((g, g_max), (dg, tangent), (rows.rr, r_max)):
         assert seen.abs().max() <= bound < 100 * seen.abs().max()
     t_mat = torch.einsum("fnjc,fnjm->fncm", rows.rr, g)[0] / sum(d.sel)
