@@ -40,7 +40,8 @@ if embedding.triton is not None:
     import triton
     import triton.language as tl
 
-    from deeppot.kernels.embedding import _columns, _dense_jet, _mm, _net_weights, _tanh
+    from deeppot.kernels.activation import _tanh
+    from deeppot.kernels.embedding import _columns, _dense_jet, _mm, _net_weights
     from deeppot.kernels.env_rows import _dense, _env_row_grad, _env_rows, _store_pair_grad, _t_bar_rows
 
     @triton.jit

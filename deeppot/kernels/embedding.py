@@ -37,6 +37,14 @@ try:
     import triton.language as tl
 except ImportError:  # CPU-only installs: the PyTorch path is used
     triton = None
+else:
+    from deeppot.kernels.activation import _tanh
+
+    # The training kernels' float64 tanh keeps libdevice's exp and the IEEE division: with the branch-free one
+    # (`deeppot.kernels.activation`), which made the float64 inference kernels 30-40% faster, ptxas spilled 3,272 B
+    # in the backward instead of 960 and a water float64 step took 1.52 ms instead of 1.24 (run 151; 1.24 again
+    # with this, run 152).
+    _TRAINING_FAST64 = tl.constexpr(False)
 
 BLOCK_J = 16  # slots per chunk (the GEMM M dimension); 16 x 8 warps measured fastest on an H100
 NUM_WARPS = 8
@@ -64,13 +72,6 @@ def _skip_kind(n_in: int, n_out: int) -> int:
 
 
 if triton is not None:
-
-    @triton.jit
-    def _tanh(z):
-        # exp-based (libdevice is not available to the interpreter used by the CPU tests); stable for any |z|
-        t = tl.exp(-2.0 * tl.abs(z))
-        y = (1.0 - t) / (1.0 + t)
-        return tl.where(z < 0, -y, y)
 
     @triton.jit
     def _f16_parts(x):
@@ -151,9 +152,9 @@ if triton is not None:
         return d, x_out, dx_out
 
     @triton.jit
-    def _dense_jet(x, dx, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr):
+    def _dense_jet(x, dx, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr, FAST64: tl.constexpr = True):
         """One layer on (value, tangent): returns a, u = dx @ W, d = 1 - a^2, and the outputs with skip."""
-        a = _tanh(_mm(x, w, PRECISION) + b[None, :])
+        a = _tanh(_mm(x, w, PRECISION) + b[None, :], FAST64)
         u = _mm(dx, w, PRECISION)
         d, x_out, dx_out = _jet_outputs(x, dx, a, u, KIND)
         return a, u, d, x_out, dx_out
@@ -233,10 +234,10 @@ if triton is not None:
                     tl.store(dg_ptr + out, tl.broadcast_to(dg0[None, :], (BLOCK, L3[0])), mask=keep)
                 else:
                     s = tl.load(rr_ptr + slot * 4, mask=live, other=0.0)
-                    x1 = _tanh(s[:, None] * w1[None, :] + b1[None, :])
+                    x1 = _tanh(s[:, None] * w1[None, :] + b1[None, :], _TRAINING_FAST64)
                     dx1 = (1.0 - x1 * x1) * w1[None, :]
-                    x2, dx2 = _dense_jet(x1, dx1, w2, b2, SKIP2, PRECISION)[3:]
-                    x3, dx3 = _dense_jet(x2, dx2, w3, b3, SKIP3, PRECISION)[3:]
+                    x2, dx2 = _dense_jet(x1, dx1, w2, b2, SKIP2, PRECISION, _TRAINING_FAST64)[3:]
+                    x3, dx3 = _dense_jet(x2, dx2, w3, b3, SKIP3, PRECISION, _TRAINING_FAST64)[3:]
                     tl.store(g_ptr + out, x3, mask=keep)
                     tl.store(dg_ptr + out, dx3, mask=keep)
                     if j0 == 0:
@@ -273,15 +274,16 @@ if triton is not None:
         s = tl.load(rr_ptr + slot * 4, mask=live, other=0.0)
         # recompute the forward pass (cheaper than storing every layer's activations)
         w1 = _load_vector(w1_ptr, k, N1, L1[0], L1[1], L1[2])
-        x1 = _tanh(s[:, None] * w1[None, :] + _load_vector(b1_ptr, k, N1, L1[0], L1[1], L1[2])[None, :])
+        x1 = _tanh(s[:, None] * w1[None, :] + _load_vector(b1_ptr, k, N1, L1[0], L1[1], L1[2])[None, :],
+                   _TRAINING_FAST64)
         d1 = 1.0 - x1 * x1
         dx1 = d1 * w1[None, :]
         w2 = _load_matrix(w2_ptr, k, N1, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
         b2 = _load_vector(b2_ptr, k, N2, L2[0], L2[1], L2[2])
-        a2, u2, d2, x2, dx2 = _dense_jet(x1, dx1, w2, b2, SKIP2, PRECISION)
+        a2, u2, d2, x2, dx2 = _dense_jet(x1, dx1, w2, b2, SKIP2, PRECISION, _TRAINING_FAST64)
         w3 = _load_matrix(w3_ptr, k, N2, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
         b3 = _load_vector(b3_ptr, k, N3, L3[0], L3[1], L3[2])
-        a3, u3, d3 = _dense_jet(x2, dx2, w3, b3, SKIP3, PRECISION)[:3]
+        a3, u3, d3 = _dense_jet(x2, dx2, w3, b3, SKIP3, PRECISION, _TRAINING_FAST64)[:3]
         at = slot[:, None] * N3 + col[None, :]
         keep = live[:, None] & col_ok[None, :]
         gx3 = tl.load(gg_ptr + at, mask=keep, other=0.0)

@@ -19,7 +19,8 @@ if embedding.triton is not None:
     import triton
     import triton.language as tl
 
-    from deeppot.kernels.embedding import _mm, _skip, _tanh
+    from deeppot.kernels.activation import _tanh
+    from deeppot.kernels.embedding import _mm, _skip
 
     @triton.jit
     def _dense(x, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr):

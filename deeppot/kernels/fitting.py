@@ -34,7 +34,7 @@ NONE, SAME, HALVES, TILE = 0, 1, 2, 3  # how a skip source of width n_src adds t
 if triton is not None:
     import triton.language as tl
 
-    from deeppot.kernels.embedding import _tanh
+    from deeppot.kernels.activation import _tanh
 
     @triton.jit
     def _index(total, rows, m, BLOCK: tl.constexpr):

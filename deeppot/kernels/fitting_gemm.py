@@ -44,7 +44,8 @@ MIN_ROWS = 8192
 if triton is not None:
     import triton.language as tl
 
-    from deeppot.kernels.embedding import _mm, _tanh
+    from deeppot.kernels.activation import _tanh
+    from deeppot.kernels.embedding import _mm
     from deeppot.kernels.fitting import _add_skip, _timestep
 
     @triton.jit
