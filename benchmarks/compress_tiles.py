@@ -9,8 +9,8 @@ fewer distinct rows per chunk than one atom does. (Measured in runs 47-49: 3-25%
 are bound more by their own instructions than by these reads, benchmarks/table_roofline.py.)
 
 Input: the first water frame of --data replicated to >= --atoms, with environment statistics (davg, dstd) from that
-frame as training would set them (a fresh model's davg 0, dstd 1 packs the slots into ~5x fewer table rows), the
-model compressed with `deeppot compress`'s defaults for the frame's smallest distance. On a GPU:
+frame as training would set them (or, with --fresh, a fresh model's davg 0, dstd 1, which packs the slots into ~5x fewer
+table rows), the model compressed with `deeppot compress`'s defaults for the frame's smallest distance. On a GPU:
     PYTHONPATH=$PWD:$PWD/benchmarks python benchmarks/compress_tiles.py --data .peer/data --inputs .peer/inputs \
         --tiles 1,16,4 8,8,4 > tiles.jsonl
 """
@@ -33,6 +33,9 @@ from deeppot.kernels.reach import find_reach
 def compressed_water(args, precision: str, device) -> tuple[Evaluator, object]:
     """The evaluator of a compressed water model with the frame's statistics, and the supercell's neighbour list."""
     model, flat = frame_model(args, "water", precision, device)
+    if args.fresh:  # a fresh model's statistics, as infer_bench's models have
+        model.descriptor.davg.zero_()
+        model.descriptor.dstd.fill_(1.0)
     model.descriptor.enable_compression(frame_min_dist(args.data, "water"))
     return Evaluator(model, device), flat
 
@@ -61,7 +64,8 @@ def sweep(args, precision: str) -> None:
     for tile in args.tiles:
         atoms, slots, warps = (int(v) for v in tile.split(","))
         kernels.TILES[dtype] = {"t": (atoms, slots, warps), "grad": (atoms, slots, warps)}
-        row = {"case": f"water:{precision}:{flat.ncentre}:compressed", "tile": [atoms, slots, warps]}
+        row = {"case": f"water:{precision}:{flat.ncentre}:compressed", "tile": [atoms, slots, warps],
+               "statistics": "fresh" if args.fresh else "frame"}
         for order, r in lists.items():
             row[f"t_ms_{order}"] = timed(lambda r=r: kernels.compressed_descriptor_t(d, r, flat.center_type), sync)
             row[f"grad_ms_{order}"] = timed(
@@ -83,6 +87,7 @@ def main() -> None:
     p.add_argument("--tiles", nargs="+", default=["1,16,4", "4,8,4", "8,8,4", "16,4,4", "32,4,4", "32,2,4"],
                    help="ATOMS,SLOTS,WARPS each")
     p.add_argument("--device", default="cuda", help="cpu: a dry run under TRITON_INTERPRET=1")
+    p.add_argument("--fresh", action="store_true", help="a fresh model's statistics (davg 0, dstd 1), not the frame's")
     args = p.parse_args()
     torch.set_grad_enabled(False)
     for precision in args.precisions:

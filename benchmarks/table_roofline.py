@@ -21,7 +21,8 @@ from compress_bench import box_pairs, model_pair, timed
 
 from deeppot.kernels import compressed
 from deeppot.kernels.compressed import _table_rows
-from deeppot.kernels.env_rows import _env_rows
+from deeppot.kernels.env_rows import _env_rows, env_args
+from deeppot.kernels.reach import tile_tops
 
 STREAM_BLOCK = 16  # slots a chunk, one atom a program: the table kernels' layout when run 45 measured them
 
@@ -52,13 +53,14 @@ def _stream_rows_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_pt
 
 
 def stream_rows(d, rij, center_type, row0: bool) -> torch.Tensor:
-    tensors, meta, _ = compressed._launch_args(d, rij, center_type, "t")
+    tensors = [*env_args(d, rij, center_type, tile_tops(d, None, center_type, 1, 0)),
+               *compressed.packed_tables(d.tables, d.dtype, rij.device)]
     n, nnei = rij.shape[:2]
     out = rij.new_empty(n)
-    _stream_rows_kernel[(n,)](*tensors, out, nnei, d.davg.numel(), M1=meta["M1"],
-                              W=triton.next_power_of_2(6 * meta["M1"]), NTYPES=meta["NTYPES"],
-                              ONE_SIDE=meta["ONE_SIDE"], BLOCK=STREAM_BLOCK, MAX_SEL=meta["MAX_SEL"], ROW0=row0,
-                              num_warps=4)
+    m1 = d.neuron[-1]
+    _stream_rows_kernel[(n,)](*tensors, out, nnei, d.davg.numel(), M1=m1, W=triton.next_power_of_2(6 * m1),
+                              NTYPES=d.ntypes, ONE_SIDE=d.type_one_side, BLOCK=STREAM_BLOCK, MAX_SEL=max(d.sel),
+                              ROW0=row0, num_warps=4)
     return out
 
 

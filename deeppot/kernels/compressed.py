@@ -1,17 +1,21 @@
 """Fused Triton kernels for compressed models: the se_e2_a descriptor and its derivative from the tables.
 
-The compressed twin of `deeppot.kernels.descriptor` (same interface): a program takes ATOMS consecutive centres
-(`TILES`, per precision and kernel; one atom is a tile too) and walks each neighbour-type block in chunks of SLOTS
-slots of every one of them (the layout of `deeppot.kernels.atom_tiles`), reading the block's table (net b, or net
-(t_i, b) when two-sided: per row then). Per row: the normalised environment row (s, rx, ry, rz), then the interval
-of s, a gather of its 6 x M1 quintic coefficients and a Horner scheme for G(s) (and G'(s) in the gradient kernel),
-with DeePMD-kit 3.2.0's linear extrapolation outside [lower, extrapolate*upper]
-(`deeppot.model.tabulate.table_lookup` is the PyTorch twin). No GEMMs: the embedding net is gone, which is the
-point of compression.
+The compressed twin of `deeppot.kernels.descriptor` (same interface), in three steps:
+- `_rows_kernel`, one slot a lane: each slot's normalised environment row (s, rx, ry, rz) and where s falls in its
+  net's table (net b, or net (t_i, b) when two-sided): the row of its interval, the offset tau in it and the
+  distance beyond the table (DeePMD-kit 3.2.0's linear extrapolation outside [lower, extrapolate*upper]);
+- the table kernels: a program takes ATOMS consecutive centres (`TILES`, per precision and kernel; one atom is a
+  tile too) and walks each neighbour-type block in chunks of SLOTS slots of every one of them (the layout of
+  `deeppot.kernels.atom_tiles`); per row, a gather of its 6 x M1 quintic coefficients and a Horner scheme for G(s)
+  (and G'(s) in the gradient kernel). No GEMMs: the embedding net is gone, which is the point of compression;
+- `_back_kernel`, one slot a lane: dE/dR_ij to dE/dr_ij.
+Computing the per-row work once, one row a lane, rather than in every thread of the tile that shares the row, took
+the float32 T kernel's loop from 383 to 264 instructions (sm_90 SASS). `deeppot.model.tabulate.table_lookup` is the
+PyTorch twin of the lookup.
 
 - `compressed_descriptor_t`: T_i = sum_j R_ij^T G(s_ij) / nnei (n, 4, M1);
 - `compressed_pair_grad`: dE/dr_ij (n, nnei, 3) from dE/dT;
-- `compressed_pair_stage`: the `deeppot.infer.evaluate` pair stage (the fitting net in PyTorch between them).
+- `compressed_pair_stage`: the `deeppot.infer.evaluate` pair stage (the fitting net between them).
 Tests: tests/compress/test_kernels.py (GPU, or Triton's interpreter on a CPU).
 """
 
@@ -30,10 +34,11 @@ from deeppot.model import analytic
 
 # (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms with the
 # frame's statistics, benchmarks/compress_tiles.py: runs 47-49, then runs 131-132 with fewer warps: one warp on 4
-# slots takes the kernels alone 25-36% (float32) and ~42% (float64) below the four-warp tiles kept before; float32
-# T on 2 slots: 3.05 -> 2.61 ms alone, 12.31 -> 12.18 ms a whole call, runs 134-135); (1, 16, 4) is one atom a
-# program in chunks of 16
-TILES = {torch.float32: {"t": (1, 2, 1), "grad": (1, 4, 1)}, torch.float64: {"t": (1, 4, 1), "grad": (1, 4, 1)}}
+# slots took the kernels alone 25-36% (float32) and ~42% (float64) below the four-warp tiles kept before; runs
+# 134-135: float32 T on 2 slots). With the rows from `_rows_kernel` (runs 157-159, H200, each kernel alone with its
+# rows, fresh and frame statistics): float64's gradient on 2 slots, 5.48-5.96 ms against 5.84-6.34 on 4; the
+# other three keep their tiles (float32 gradient 3.03-3.14 on 4 slots against 3.07-3.26 on 2)
+TILES = {torch.float32: {"t": (1, 2, 1), "grad": (1, 4, 1)}, torch.float64: {"t": (1, 4, 1), "grad": (1, 2, 1)}}
 
 if embedding.triton is not None:
     import triton
@@ -65,22 +70,73 @@ if embedding.triton is not None:
         return first_row + idx.to(tl.int64), tau, beyond
 
     @triton.jit
-    def _table_jet(table_ptr, info_ptr, k, s, live, col, col_ok, M1: tl.constexpr):
-        """G(s) and G'(s) of BLOCK rows from net k's table: (BLOCK, M1P) each."""
-        rows, tau, beyond = _table_rows(info_ptr, k, s)
+    def _slot_block(starts_ptr, slot, NTYPES: tl.constexpr):
+        """The neighbour-type block of each slot and the block's first slot."""
+        b, start = slot * 0, slot * 0
+        for t in tl.static_range(1, NTYPES):
+            first = tl.load(starts_ptr + t)
+            past = slot >= first
+            b += past.to(tl.int32)
+            start = tl.where(past, first, start)
+        return b, start
+
+    @triton.jit
+    def _rows_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, info_ptr, rows_ptr, n, nnei, nstat,
+                     NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, BLOCK: tl.constexpr):
+        """Per slot, once for both kernels and lane-parallel: the normalised environment row (s, rx, ry, rz) and
+        where s falls in its net's table (tau, beyond, table row as a float), stored by `_row_at`; only the slots a
+        table kernel visits (top_ptr (n, NTYPES): the most either kernel's tile walks each block)."""
+        i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        centre, slot = i // nnei, (i % nnei).to(tl.int32)
+        b, start = _slot_block(starts_ptr, slot, NTYPES)
+        ok = i < n.to(tl.int64) * nnei
+        ok &= slot - start < tl.load(top_ptr + centre * NTYPES + b, mask=ok, other=0)
+        ctype = tl.load(type_ptr + centre, mask=ok, other=0)
+        k = b if ONE_SIDE else ctype + b * NTYPES
+        s, rx, ry, rz = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, ok, nnei, nstat)[:4]
+        row, tau, beyond = _table_rows(info_ptr, k, s)
+        at = rows_ptr + _row_at(i)
+        tl.store(at, s, mask=ok)
+        tl.store(at + 32, rx, mask=ok)
+        tl.store(at + 64, ry, mask=ok)
+        tl.store(at + 96, rz, mask=ok)
+        tl.store(at + 128, tau, mask=ok)
+        tl.store(at + 160, beyond, mask=ok)
+        tl.store(at + 192, row.to(s.dtype), mask=ok)
+
+    @triton.jit
+    def _row_at(i):
+        """Where slot i's values begin in the rows (ceil(n nnei / 32), 8, 32): value v at +32 v. Slots go in groups
+        of 32, one value of the group after another, so that 32 lanes store 32 consecutive slots' value at once and
+        a reader finds a slot's values at fixed offsets."""
+        return (i // 32) * 256 + i % 32
+
+    @triton.jit
+    def _load_rows(rows_ptr, centre, slot, live, nnei):
+        """A chunk's rows from `_rows_kernel`: s, rx, ry, rz, tau, beyond, table row; 0 where not live."""
+        at = rows_ptr + _row_at(centre * nnei + slot)
+        return (tl.load(at, mask=live, other=0.0), tl.load(at + 32, mask=live, other=0.0),
+                tl.load(at + 64, mask=live, other=0.0), tl.load(at + 96, mask=live, other=0.0),
+                tl.load(at + 128, mask=live, other=0.0), tl.load(at + 160, mask=live, other=0.0),
+                tl.load(at + 192, mask=live, other=0.0).to(tl.int32))
+
+    @triton.jit
+    def _table_jet(table_ptr, row, tau, beyond, live, col, col_ok, M1: tl.constexpr):
+        """G(s) and G'(s) of BLOCK rows: (BLOCK, M1P) each. A table row holds its 6 x M1 coefficients by power
+        (`packed_tables`), so each power's columns are contiguous: one vector load a few columns."""
         ok = live[:, None] & col_ok[None, :]
-        c = table_ptr + rows[:, None] * (6 * M1) + col[None, :] * 6
+        c = table_ptr + row[:, None] * (6 * M1) + col[None, :]
         # Horner from a5 down, each coefficient loaded as it is needed (fewer live registers than six tiles)
         t = tau[:, None]
-        a = tl.load(c + 5, mask=ok, other=0.0)
+        a = tl.load(c + 5 * M1, mask=ok, other=0.0)
         g, dg = a, 5.0 * a
-        a = tl.load(c + 4, mask=ok, other=0.0)
+        a = tl.load(c + 4 * M1, mask=ok, other=0.0)
         g, dg = g * t + a, dg * t + 4.0 * a
-        a = tl.load(c + 3, mask=ok, other=0.0)
+        a = tl.load(c + 3 * M1, mask=ok, other=0.0)
         g, dg = g * t + a, dg * t + 3.0 * a
-        a = tl.load(c + 2, mask=ok, other=0.0)
+        a = tl.load(c + 2 * M1, mask=ok, other=0.0)
         g, dg = g * t + a, dg * t + 2.0 * a
-        a = tl.load(c + 1, mask=ok, other=0.0)
+        a = tl.load(c + M1, mask=ok, other=0.0)
         g, dg = g * t + a, dg * t + a
         g = g * t + tl.load(c, mask=ok, other=0.0)
         return g + dg * beyond[:, None], dg
@@ -97,27 +153,24 @@ if embedding.triton is not None:
         return tl.reshape(x, (ATOMS, SLOTS))[:, :, None]
 
     @triton.jit
-    def _compressed_t_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, table_ptr, info_ptr, t_ptr, n,
-                             nnei, nstat, M1: tl.constexpr, M1P: tl.constexpr, NTYPES: tl.constexpr,
-                             ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
-                             MAX_SEL: tl.constexpr):
+    def _compressed_t_kernel(rows_ptr, type_ptr, geo_ptr, starts_ptr, top_ptr, table_ptr, t_ptr, n, nnei,
+                             M1: tl.constexpr, M1P: tl.constexpr, NTYPES: tl.constexpr, ATOMS: tl.constexpr,
+                             SLOTS: tl.constexpr, MAX_SEL: tl.constexpr):
         # R_ij^T G accumulates per chunk row; the sum over slots comes once, at the end (summing every chunk made
         # the float32 kernel 9.1 instead of 5.4 ms at one atom x 16 slots, run 49)
-        first, _, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
+        first, _, centre, real, _, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col = tl.arange(0, M1P)
         col_ok = col < M1
-        zero = tl.zeros((ATOMS * SLOTS, M1P), dtype=rij_ptr.dtype.element_ty)
+        zero = tl.zeros((ATOMS * SLOTS, M1P), dtype=rows_ptr.dtype.element_ty)
         t0, t1, t2, t3 = zero, zero, zero, zero
         for b in range(NTYPES):
-            k = b if ONE_SIDE else tl.maximum(ctype, 0) + b * NTYPES  # two-sided: per row, by its centre's type
             start = tl.load(starts_ptr + b)
             top = tl.load(top_ptr + tl.program_id(0) * NTYPES + b)
             for j0 in range(0, MAX_SEL, SLOTS):
                 if j0 < top:
                     live = real & (j0 + lane < top)
-                    s, rx, ry, rz = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, start + j0 + lane, live,
-                                              nnei, nstat)[:4]
-                    g = _table_jet(table_ptr, info_ptr, k, s, live, col, col_ok, M1)[0]
+                    s, rx, ry, rz, tau, beyond, row = _load_rows(rows_ptr, centre, start + j0 + lane, live, nnei)
+                    g = _table_jet(table_ptr, row, tau, beyond, live, col, col_ok, M1)[0]
                     t0 += s[:, None] * g
                     t1 += rx[:, None] * g
                     t2 += ry[:, None] * g
@@ -152,30 +205,47 @@ if embedding.triton is not None:
         return a0 + b0, a1 + b1, a2 + b2, a3 + b3
 
     @triton.jit
-    def _compressed_grad_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, table_ptr, info_ptr,
-                                tbar_ptr, grad_ptr, n, nnei, nstat, M1: tl.constexpr, M1P: tl.constexpr,
-                                NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr,
+    def _compressed_grad_kernel(rows_ptr, type_ptr, starts_ptr, top_ptr, table_ptr, tbar_ptr, n, nnei,
+                                M1: tl.constexpr, M1P: tl.constexpr, NTYPES: tl.constexpr, ATOMS: tl.constexpr,
                                 SLOTS: tl.constexpr, MAX_SEL: tl.constexpr):
-        # t_bar arrives divided by nnei: dE/dR_j = t_bar G_j^T, plus dE/ds_j = (R_j t_bar) . G'_j on column 0
-        first, _, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
+        # t_bar arrives divided by nnei: dE/dR_j = t_bar G_j^T, plus dE/ds_j = (R_j t_bar) . G'_j on column 0;
+        # dE/dR_j replaces the row's (s, rx, ry, rz) in rows, and `_back_kernel` takes it to dE/dr_ij
+        first, _, centre, real, _, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col = tl.arange(0, M1P)
         col_ok = col < M1
         tb0, tb1, tb2, tb3 = _tile_t_bar(tbar_ptr, first, n, col, col_ok, ATOMS, M1)
         for b in range(NTYPES):
-            k = b if ONE_SIDE else tl.maximum(ctype, 0) + b * NTYPES
             start = tl.load(starts_ptr + b)
             top = tl.load(top_ptr + tl.program_id(0) * NTYPES + b)
             for j0 in range(0, MAX_SEL, SLOTS):
                 if j0 < top:
                     live = real & (j0 + lane < top)
                     slot = start + j0 + lane
-                    s, rx, ry, rz, x, y, z, inv, w, dw, st = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype,
-                                                                         slot, live, nnei, nstat)
-                    g, dg = _table_jet(table_ptr, info_ptr, k, s, live, col, col_ok, M1)
+                    s, rx, ry, rz, tau, beyond, row = _load_rows(rows_ptr, centre, slot, live, nnei)
+                    g, dg = _table_jet(table_ptr, row, tau, beyond, live, col, col_ok, M1)
                     q0, q1, q2, q3 = _tile_row_grad(g, dg, s, rx, ry, rz, tb0, tb1, tb2, tb3, ATOMS, SLOTS)
-                    _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, inv, w, dw,
-                                     q0, q1, q2, q3)
+                    at = rows_ptr + _row_at(centre * nnei + slot)
+                    tl.store(at, q0, mask=live)
+                    tl.store(at + 32, q1, mask=live)
+                    tl.store(at + 64, q2, mask=live)
+                    tl.store(at + 96, q3, mask=live)
 
+    @triton.jit
+    def _back_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, rows_ptr, grad_ptr, n, nnei, nstat,
+                     NTYPES: tl.constexpr, ATOMS: tl.constexpr, BLOCK: tl.constexpr):
+        """dE/dr_ij of every slot the gradient kernel visited (its tiles' tops) from its dE/dR_ij, lane-parallel."""
+        i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        centre, slot = i // nnei, (i % nnei).to(tl.int32)
+        real = i < n.to(tl.int64) * nnei
+        ctype = tl.load(type_ptr + centre, mask=real, other=0)
+        b, start = _slot_block(starts_ptr, slot, NTYPES)
+        live = real & (slot - start < tl.load(top_ptr + (centre // ATOMS) * NTYPES + b, mask=real, other=0))
+        _, _, _, _, x, y, z, inv, w, dw, st = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei,
+                                                        nstat)
+        at = rows_ptr + _row_at(i)
+        q0, q1 = tl.load(at, mask=live, other=0.0), tl.load(at + 32, mask=live, other=0.0)
+        q2, q3 = tl.load(at + 64, mask=live, other=0.0), tl.load(at + 96, mask=live, other=0.0)
+        _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, inv, w, dw, q0, q1, q2, q3)
 
 def unfusable_reason(model, device: torch.device) -> str | None:
     """Why the compressed kernels cannot evaluate `model` on `device`, or None when they can."""
@@ -194,7 +264,8 @@ def unfusable_reason(model, device: torch.device) -> str | None:
 
 
 def packed_tables(tables, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor]:
-    """All nets' tables as one (nrows, 6*M1) array and per net (lower, upper, max, step, step1, K0, last interval,
+    """All nets' tables as one (nrows, 6*M1) array, each row's coefficients by power (a0 of every column, then a1,
+    ...; the stored tables hold them by column), and per net (lower, upper, max, step, step1, K0, last interval,
     first row) (nnets, 8), in the descriptor precision. Cached on the tables object (made once, outside any
     CUDA-graph capture); the lookup constants come from the same stored info as the PyTorch twin's."""
     key = (dtype, device)
@@ -207,7 +278,11 @@ def packed_tables(tables, dtype: torch.dtype, device: torch.device) -> tuple[Ten
             info.append([lower, upper, top, step, step1, float(int((upper - lower) / step)),
                          float(table.shape[0] - 1), float(rows)])
             rows += table.shape[0]
-        cache[key] = (torch.cat(data).to(device=device, dtype=dtype).contiguous(),
+        packed = torch.cat(data)
+        if packed.numel() >= 2**31:  # the kernels address the tables with int32
+            raise ValueError(f"compressed tables of {packed.numel()} coefficients are too large for the kernels")
+        by_power = packed.view(rows, -1, 6).transpose(1, 2).reshape(rows, -1)
+        cache[key] = (by_power.to(device=device, dtype=dtype).contiguous(),
                       torch.tensor(info, dtype=dtype, device=device))
     return cache[key]
 
@@ -217,38 +292,73 @@ def _max_sel(sel: tuple[int, ...]) -> int:
     return max(sel)
 
 
-def _launch_args(d, rij: Tensor, center_type: Tensor, kernel: str, reach: Reach | None = None
-                 ) -> tuple[list, dict, Tensor]:
+ROWS_BLOCK = 256  # slots a program of the lane-parallel kernels (`_rows_kernel`, `_back_kernel`)
+
+
+def _visited(d, reach: Reach | None, center_type: Tensor, dtype: torch.dtype) -> Tensor:
+    """Per centre and block, how far either kernel's tile walks the block: (n, nblocks)."""
+    n = len(center_type)
+    t, grad = (tile_tops(d, reach, center_type, atoms, 0).flatten(1).repeat_interleave(atoms, 0)[:n]
+               for atoms, _, _ in (TILES[dtype]["t"], TILES[dtype]["grad"]))
+    return torch.maximum(t, grad).contiguous()
+
+
+def table_rows(d, rij: Tensor, center_type: Tensor, reach: Reach | None = None) -> Tensor:
+    """The environment row and table coordinates of every slot either kernel visits, `_rows_kernel`: what both
+    kernels read (ceil(n nnei / 32), 8, 32), by `_row_at`."""
+    n, nnei = rij.shape[:2]
+    rows = rij.new_empty(triton.cdiv(n * nnei, 32), 8, 32)
+    visited = _visited(d, reach, center_type, rij.dtype)
+    rij, types, stats, geo, starts = env_args(d, rij, center_type, None)[:5]
+    info = packed_tables(d.tables, d.dtype, rij.device)[1]
+    _rows_kernel[(triton.cdiv(n * nnei, ROWS_BLOCK),)](rij, types, stats, geo, starts, visited, info,
+                                                       rows, n, nnei, d.davg.numel(), NTYPES=d.ntypes,
+                                                       ONE_SIDE=d.type_one_side, BLOCK=ROWS_BLOCK)
+    return rows
+
+
+def _launch(d, rij: Tensor, center_type: Tensor, kernel: str, reach: Reach | None, rows: Tensor | None
+            ) -> tuple[Tensor, list, dict]:
+    """The slots' rows (made here unless given), then the arguments `env_args` gives (the tiles' tops last) and the
+    kernel's constants."""
+    rows = table_rows(d, rij, center_type, reach) if rows is None else rows
     atoms, slots, warps = TILES[rij.dtype][kernel]
-    tops = tile_tops(d, reach, center_type, atoms, 0)
-    tensors = [*env_args(d, rij, center_type, tops), *packed_tables(d.tables, d.dtype, rij.device)]
+    args = env_args(d, rij, center_type, tile_tops(d, reach, center_type, atoms, 0))
     m1 = d.neuron[-1]
-    meta = dict(M1=m1, M1P=triton.next_power_of_2(m1), NTYPES=d.ntypes, ONE_SIDE=d.type_one_side, ATOMS=atoms,
-                SLOTS=slots, MAX_SEL=_max_sel(tuple(d.sel)), num_warps=warps)
-    return tensors, meta, tops
+    meta = dict(M1=m1, M1P=triton.next_power_of_2(m1), NTYPES=d.ntypes, ATOMS=atoms, SLOTS=slots,
+                MAX_SEL=_max_sel(tuple(d.sel)), num_warps=warps)
+    return rows, args, meta
 
 
-def compressed_descriptor_t(d, rij: Tensor, center_type: Tensor, reach: Reach | None = None) -> Tensor:
+def compressed_descriptor_t(d, rij: Tensor, center_type: Tensor, reach: Reach | None = None,
+                            rows: Tensor | None = None) -> Tensor:
     """T_i = sum_j R_ij^T G(s_ij) / nnei (n, 4, M1) from the tables; rij (n, nnei, 3) in the descriptor precision
     (padded slots: a vector beyond rcut), center_type (n,); with `reach` (`deeppot.kernels.reach`) the kernel
-    skips the padding after each tile's furthest neighbour and adds what it would have added."""
-    tensors, meta, tops = _launch_args(d, rij, center_type, "t", reach)
+    skips the padding after each tile's furthest neighbour and adds what it would have added. `rows`: the slots'
+    `table_rows`, if made already."""
+    rows, (_, types, _, geo, starts, tops), meta = _launch(d, rij, center_type, "t", reach, rows)
     n, nnei = rij.shape[:2]
     t_mat = rij.new_empty(n, 4, meta["M1"])
-    _compressed_t_kernel[(len(tops),)](*tensors, t_mat, n, nnei, d.davg.numel(), **meta)
+    table = packed_tables(d.tables, d.dtype, rij.device)[0]
+    _compressed_t_kernel[(len(tops),)](rows, types, geo, starts, tops, table, t_mat, n, nnei, **meta)
     if reach is not None:
         add_tail(d, t_mat, center_type, tops, meta["ATOMS"], 0, reach.last)
     return t_mat
 
 
-def compressed_pair_grad(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, reach: Reach | None = None
-                         ) -> Tensor:
-    """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1), T as in `compressed_descriptor_t` (zero on skipped slots)."""
-    tensors, meta, tops = _launch_args(d, rij, center_type, "grad", reach)
+def compressed_pair_grad(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, reach: Reach | None = None,
+                         rows: Tensor | None = None) -> Tensor:
+    """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1), T as in `compressed_descriptor_t` (zero on skipped slots).
+    `rows`, if given, are the slots' `table_rows`; the kernel overwrites their first four columns."""
+    rows, (rij, types, stats, geo, starts, tops), meta = _launch(d, rij, center_type, "grad", reach, rows)
     n, nnei = rij.shape[:2]
-    grad = torch.zeros_like(rij)
+    table = packed_tables(d.tables, d.dtype, rij.device)[0]
     t_bar = (t_bar / nnei).contiguous()
-    _compressed_grad_kernel[(len(tops),)](*tensors, t_bar, grad, n, nnei, d.davg.numel(), **meta)
+    _compressed_grad_kernel[(len(tops),)](rows, types, starts, tops, table, t_bar, n, nnei, **meta)
+    grad = torch.zeros_like(rij)
+    _back_kernel[(triton.cdiv(n * nnei, ROWS_BLOCK),)](rij, types, stats, geo, starts, tops, rows, grad, n, nnei,
+                                                        d.davg.numel(), NTYPES=d.ntypes, ATOMS=meta["ATOMS"],
+                                                        BLOCK=ROWS_BLOCK)
     return grad
 
 
@@ -257,4 +367,9 @@ def compressed_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Te
     """Atomic energies (n,) float64 and dE/dr_ij (n, nnei, 3) of a compressed model: the `deeppot.infer.evaluate`
     pair stage (as `deeppot.kernels.descriptor.fused_pair_stage`; sync_free runs every fitting net on every atom)."""
     return two_kernel_stage(model, rij, center_type, neighbor_type, sync_free, compressed_descriptor_t,
-                            compressed_pair_grad, precision)
+                            compressed_pair_grad, precision, _shared_rows)
+
+
+def _shared_rows(d, rij: Tensor, center_type: Tensor, reach: Reach) -> dict:
+    """The rows made once for both kernels of a pair stage."""
+    return {"rows": table_rows(d, rij, center_type, reach)}

@@ -195,16 +195,18 @@ def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
 
 
 def two_kernel_stage(model, rij: Tensor, center_type: Tensor, neighbor_type: Tensor, sync_free: bool,
-                     t_kernel, grad_kernel, precision: str = "tf32x3") -> tuple[Tensor, Tensor]:
+                     t_kernel, grad_kernel, precision: str = "tf32x3", shared=None) -> tuple[Tensor, Tensor]:
     """A pair stage from its two kernels (T from the pairs; dE/dr_ij from dE/dT), shared by the uncompressed and
     compressed families: both skip the padding after each list's last neighbour (`deeppot.kernels.reach`, which
-    also handles exclude_types), the fitting step between them (its float32 products at `precision`)."""
+    also handles exclude_types), the fitting step between them (its float32 products at `precision`). `shared`:
+    (d, rij, center_type, reach) -> keyword arguments both kernels take (what they would each make alike)."""
     d = model.descriptor
     reach = find_reach(d, center_type, neighbor_type)
     rij = excluded_as_padding(d, rij, center_type, neighbor_type)
-    t_mat = t_kernel(d, rij, center_type, reach=reach)
+    extra = shared(d, rij, center_type, reach) if shared is not None else {}
+    t_mat = t_kernel(d, rij, center_type, reach=reach, **extra)
     energy, t_bar = energy_and_t_bar(model, t_mat, center_type, sync_free, precision)
-    return energy, grad_kernel(d, rij, center_type, t_bar, reach=reach)
+    return energy, grad_kernel(d, rij, center_type, t_bar, reach=reach, **extra)
 
 
 def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool, precision: str = "tf32x3"

@@ -113,7 +113,7 @@ def _geometry(rcut: float, rcut_smth: float, protection: float, nnei: int, dtype
     return torch.tensor([rcut, rcut_smth, protection, 1.0 / nnei], dtype=dtype, device=device)
 
 
-def env_args(d, rij: Tensor, center_type: Tensor, tops: Tensor) -> list[Tensor]:
+def env_args(d, rij: Tensor, center_type: Tensor, tops: Tensor | None) -> list:
     """The arguments `_env_rows` reads, first in every inference kernel (these and the compressed ones): pair vectors,
     centre types, statistics (davg, 1/dstd), geometry, the neighbour-type block starts, and how far each program
     walks each block (`deeppot.kernels.reach.tile_tops`)."""
