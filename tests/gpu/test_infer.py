@@ -58,12 +58,16 @@ def test_float32_close_to_float64():
     assert np.abs(f32 - f64).max() / np.abs(f64).max() < 1e-3
 
 
-@pytest.mark.parametrize(("precision", "fused"), [("float64", True), ("float64", False), ("float32", True)])
-def test_graphed_evaluation_equals_eager(precision, fused):
+@pytest.mark.parametrize(("precision", "fused", "compressed"), [
+    ("float64", True, False), ("float64", False, False), ("float32", True, False), ("float32", True, True)])
+def test_graphed_evaluation_equals_eager(precision, fused, compressed):
     """Replays with new positions (the same list) and with other shapes (a recapture) against eager calls."""
     from deeppot.infer.graph import GraphedEvaluation
 
-    ev = DeepPot(water_model(precision), "cuda", fused=fused, chunk_atoms=100).evaluator  # several chunks
+    model = water_model(precision)
+    if compressed:  # the table kernels' rows and their lane-parallel kernels inside the graph too
+        model.descriptor.enable_compression(0.5)
+    ev = DeepPot(model, "cuda", fused=fused, chunk_atoms=100).evaluator  # several chunks
     graphed = GraphedEvaluation(ev, atomic=True)
     coord, cells, atype = supercell(1)
     as_t = lambda a, dt=torch.float64: torch.as_tensor(a, dtype=dt, device="cuda")  # noqa: E731
