@@ -39,6 +39,8 @@ from deeppot.model import analytic
 # rows, fresh and frame statistics): float64's gradient on 2 slots, 5.48-5.96 ms against 5.84-6.34 on 4; the
 # other three keep their tiles (float32 gradient 3.03-3.14 on 4 slots against 3.07-3.26 on 2)
 TILES = {torch.float32: {"t": (1, 2, 1), "grad": (1, 4, 1)}, torch.float64: {"t": (1, 4, 1), "grad": (1, 2, 1)}}
+# `_rows_kernel` passes a table row's number as a value of the descriptor's precision: exact up to 2^24 in float32
+_MAX_ROWS = {torch.float32: 2**24, torch.float64: 2**53}
 
 if embedding.triton is not None:
     import triton
@@ -260,6 +262,9 @@ def unfusable_reason(model, device: torch.device) -> str | None:
         return f"the fitting activation {model.fitting.activation_function!r} has no hand-written derivative"
     if d.dtype not in (torch.float32, torch.float64):
         return f"descriptor precision {d.dtype}"
+    rows = sum(d.tables.data(k).shape[0] for k in range(d.tables.nnets))
+    if rows * 6 * d.neuron[-1] >= 2**31 or rows > _MAX_ROWS[d.dtype]:
+        return f"tables of {rows} rows, more than the kernels address"
     return None
 
 
@@ -279,8 +284,6 @@ def packed_tables(tables, dtype: torch.dtype, device: torch.device) -> tuple[Ten
                          float(table.shape[0] - 1), float(rows)])
             rows += table.shape[0]
         packed = torch.cat(data)
-        if packed.numel() >= 2**31:  # the kernels address the tables with int32
-            raise ValueError(f"compressed tables of {packed.numel()} coefficients are too large for the kernels")
         by_power = packed.view(rows, -1, 6).transpose(1, 2).reshape(rows, -1)
         cache[key] = (by_power.to(device=device, dtype=dtype).contiguous(),
                       torch.tensor(info, dtype=dtype, device=device))

@@ -122,6 +122,17 @@ def test_unfusable_reasons():
     assert kernels.unfusable_reason(excluded, DEVICE) is None  # padding rows reach the excluded pairs' nets too
 
 
+def test_tables_beyond_the_kernels_reach_go_to_pytorch(monkeypatch):
+    """A table row's number travels as a value of the descriptor's precision (exact up to 2^24 in float32): more
+    rows than that leave the model to the PyTorch path instead of a wrong row."""
+    model, _ = chunk_of(True, "float64", (4, 8, 16), (5, 40), 2)
+    rows = sum(model.descriptor.tables.data(k).shape[0] for k in range(model.descriptor.tables.nnets))
+    monkeypatch.setitem(kernels._MAX_ROWS, torch.float64, rows - 1)
+    assert "rows" in kernels.unfusable_reason(model, DEVICE)
+    monkeypatch.setitem(kernels._MAX_ROWS, torch.float64, rows)
+    assert kernels.unfusable_reason(model, DEVICE) is None
+
+
 def test_evaluator_picks_the_compressed_kernels():
     from deeppot.infer.deep_pot import Evaluator
 
