@@ -72,15 +72,22 @@ if embedding.triton is not None:
         return first_row + idx.to(tl.int64), tau, beyond
 
     @triton.jit
-    def _slot_block(starts_ptr, slot, NTYPES: tl.constexpr):
-        """The neighbour-type block of each slot and the block's first slot."""
+    def _visited_slots(type_ptr, starts_ptr, top_ptr, n, nnei, NTYPES: tl.constexpr, ATOMS: tl.constexpr,
+                       BLOCK: tl.constexpr):
+        """This program's BLOCK slots of the flat (n, nnei) list, one a lane: index, centre, slot, neighbour-type
+        block, whether a table kernel visits it (top_ptr (tiles of ATOMS centres, NTYPES): how far a tile walks
+        each block) and the centre's type."""
+        i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        centre, slot = i // nnei, (i % nnei).to(tl.int32)
         b, start = slot * 0, slot * 0
         for t in tl.static_range(1, NTYPES):
             first = tl.load(starts_ptr + t)
             past = slot >= first
             b += past.to(tl.int32)
             start = tl.where(past, first, start)
-        return b, start
+        real = i < n.to(tl.int64) * nnei
+        live = real & (slot - start < tl.load(top_ptr + (centre // ATOMS) * NTYPES + b, mask=real, other=0))
+        return i, centre, slot, b, live, tl.load(type_ptr + centre, mask=live, other=0)
 
     @triton.jit
     def _rows_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, info_ptr, rows_ptr, n, nnei, nstat,
@@ -88,12 +95,7 @@ if embedding.triton is not None:
         """Per slot, once for both kernels and lane-parallel: the normalised environment row (s, rx, ry, rz) and
         where s falls in its net's table (tau, beyond, table row as a float), stored by `_row_at`; only the slots a
         table kernel visits (top_ptr (n, NTYPES): the most either kernel's tile walks each block)."""
-        i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-        centre, slot = i // nnei, (i % nnei).to(tl.int32)
-        b, start = _slot_block(starts_ptr, slot, NTYPES)
-        ok = i < n.to(tl.int64) * nnei
-        ok &= slot - start < tl.load(top_ptr + centre * NTYPES + b, mask=ok, other=0)
-        ctype = tl.load(type_ptr + centre, mask=ok, other=0)
+        i, centre, slot, b, ok, ctype = _visited_slots(type_ptr, starts_ptr, top_ptr, n, nnei, NTYPES, 1, BLOCK)
         k = b if ONE_SIDE else ctype + b * NTYPES
         s, rx, ry, rz = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, ok, nnei, nstat)[:4]
         row, tau, beyond = _table_rows(info_ptr, k, s)
@@ -236,12 +238,7 @@ if embedding.triton is not None:
     def _back_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, rows_ptr, grad_ptr, n, nnei, nstat,
                      NTYPES: tl.constexpr, ATOMS: tl.constexpr, BLOCK: tl.constexpr):
         """dE/dr_ij of every slot the gradient kernel visited (its tiles' tops) from its dE/dR_ij, lane-parallel."""
-        i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-        centre, slot = i // nnei, (i % nnei).to(tl.int32)
-        real = i < n.to(tl.int64) * nnei
-        ctype = tl.load(type_ptr + centre, mask=real, other=0)
-        b, start = _slot_block(starts_ptr, slot, NTYPES)
-        live = real & (slot - start < tl.load(top_ptr + (centre // ATOMS) * NTYPES + b, mask=real, other=0))
+        i, centre, slot, _, live, ctype = _visited_slots(type_ptr, starts_ptr, top_ptr, n, nnei, NTYPES, ATOMS, BLOCK)
         _, _, _, _, x, y, z, inv, w, dw, st = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei,
                                                         nstat)
         at = rows_ptr + _row_at(i)
