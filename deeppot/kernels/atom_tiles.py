@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 
 from deeppot.kernels import embedding
-from deeppot.kernels.env_rows import net_args
+from deeppot.kernels.env_rows import back_to_pairs, net_args
 from deeppot.kernels.reach import Reach, add_tail, tile_tops
 
 # (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms; float32:
@@ -54,7 +54,7 @@ if embedding.triton is not None:
 
     from deeppot.kernels.activation import _tanh
     from deeppot.kernels.embedding import _columns, _dense_jet, _jet_outputs, _mm, _net_weights
-    from deeppot.kernels.env_rows import _dense, _env_rows, _store_pair_grad
+    from deeppot.kernels.env_rows import _dense, _env_rows, _row_at
 
     @triton.jit
     def _stacked_jet(x, dx, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr):
@@ -135,13 +135,14 @@ if embedding.triton is not None:
         return tl.reshape(tl.sum(tl.reshape(x, (ATOMS, SLOTS, m)) * tb[:, None, :], axis=2), (ATOMS * SLOTS,))
 
     @triton.jit
-    def _grad_chunk(rij_ptr, stat_ptr, geo_ptr, grad_ptr, centre, ctype, slot, live, nnei, nstat,
+    def _grad_chunk(rij_ptr, stat_ptr, geo_ptr, q_ptr, centre, ctype, slot, live, nnei, nstat,
                     tb0, tb1, tb2, tb3, w1, b1, w2, b2, w3, b3, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
                     SKIP2: tl.constexpr, SKIP3: tl.constexpr, PRECISION: tl.constexpr, STACK: tl.constexpr):
-        """dE/dr_ij of one chunk's rows (`deeppot.kernels.env_rows._env_row_grad` with per-row t_bar); with STACK
-        the value and its tangent go through each layer as one GEMM of twice the rows."""
-        s, rx, ry, rz, x, y, z, inv, w, dw, st = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live,
-                                                             nnei, nstat)
+        """dE/dR_ij of one chunk's rows (`deeppot.kernels.env_rows._env_row_grad` with per-row t_bar), stored by
+        `_row_at` for `back_to_pairs`: keeping the pair vector, switch and 1/(r+p) alive through the products to
+        finish dE/dr_ij here spilled registers (ptxas) and took the kernel 6-9% longer (run 163). With STACK the
+        value and its tangent go through each layer as one GEMM of twice the rows."""
+        s, rx, ry, rz = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei, nstat)[:4]
         g = _tanh(s[:, None] * w1[None, :] + b1[None, :])
         dg = (1.0 - g * g) * w1[None, :]
         if STACK:
@@ -153,13 +154,15 @@ if embedding.triton is not None:
         q0 = _per_atom(g, tb0, ATOMS, SLOTS) + s * _per_atom(dg, tb0, ATOMS, SLOTS) \
             + rx * _per_atom(dg, tb1, ATOMS, SLOTS) + ry * _per_atom(dg, tb2, ATOMS, SLOTS) \
             + rz * _per_atom(dg, tb3, ATOMS, SLOTS)
-        _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, inv, w, dw, q0,
-                         _per_atom(g, tb1, ATOMS, SLOTS), _per_atom(g, tb2, ATOMS, SLOTS),
-                         _per_atom(g, tb3, ATOMS, SLOTS))
+        at = q_ptr + _row_at(centre * nnei + slot, 4)
+        tl.store(at, q0, mask=live)
+        tl.store(at + 32, _per_atom(g, tb1, ATOMS, SLOTS), mask=live)
+        tl.store(at + 64, _per_atom(g, tb2, ATOMS, SLOTS), mask=live)
+        tl.store(at + 96, _per_atom(g, tb3, ATOMS, SLOTS), mask=live)
 
     @triton.jit
     def _tiled_grad_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
-                           w3_ptr, b3_ptr, tbar_ptr, grad_ptr, n, nnei, nstat,
+                           w3_ptr, b3_ptr, tbar_ptr, q_ptr, n, nnei, nstat,
                            N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
                            L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                            NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
@@ -179,7 +182,7 @@ if embedding.triton is not None:
                         if j0 < top:
                             w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k,
                                                                   N1, N2, N3, L1, L2, L3)
-                            _grad_chunk(rij_ptr, stat_ptr, geo_ptr, grad_ptr, centre, ctype, start + j0 + lane,
+                            _grad_chunk(rij_ptr, stat_ptr, geo_ptr, q_ptr, centre, ctype, start + j0 + lane,
                                         mine & (j0 + lane < top), nnei, nstat, tb0, tb1, tb2, tb3,
                                         w1, b1, w2, b2, w3, b3, ATOMS, SLOTS, SKIP2, SKIP3, PRECISION,
                                         STACK)
@@ -222,7 +225,7 @@ def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, pre
     """As `deeppot.kernels.descriptor.pair_grad_from_t_bar`."""
     tensors, meta, tops = _tiled_args(d, rij, center_type, precision, "grad", reach)
     n, nnei = rij.shape[:2]
-    grad = torch.zeros_like(rij)  # slots past the tops are not visited
+    q = rij.new_empty(triton.cdiv(n * nnei, 32), 4, 32)  # dE/dR_ij where the tiles walk, by `_row_at`
     t_bar = (t_bar / nnei).contiguous()
-    _tiled_grad_kernel[(len(tops),)](*tensors, t_bar, grad, n, nnei, d.davg.numel(), **meta)
-    return grad
+    _tiled_grad_kernel[(len(tops),)](*tensors, t_bar, q, n, nnei, d.davg.numel(), **meta)
+    return back_to_pairs(d, tensors, q, meta["ATOMS"], per_type=not d.type_one_side)

@@ -8,7 +8,7 @@ The compressed twin of `deeppot.kernels.descriptor` (same interface), in three s
   tile too) and walks each neighbour-type block in chunks of SLOTS slots of every one of them (the layout of
   `deeppot.kernels.atom_tiles`); per row, a gather of its 6 x M1 quintic coefficients and a Horner scheme for G(s)
   (and G'(s) in the gradient kernel). No GEMMs: the embedding net is gone, which is the point of compression;
-- `_back_kernel`, one slot a lane: dE/dR_ij to dE/dr_ij.
+- `deeppot.kernels.env_rows.back_to_pairs`, one slot a lane: dE/dR_ij to dE/dr_ij.
 Computing the per-row work once, one row a lane, rather than in every thread of the tile that shares the row, took
 the float32 T kernel's loop from 383 to 264 instructions (sm_90 SASS). `deeppot.model.tabulate.table_lookup` is the
 PyTorch twin of the lookup.
@@ -28,7 +28,7 @@ from torch import Tensor
 
 from deeppot.kernels import embedding
 from deeppot.kernels.descriptor import two_kernel_stage
-from deeppot.kernels.env_rows import env_args
+from deeppot.kernels.env_rows import BACK_BLOCK, back_to_pairs, env_args
 from deeppot.kernels.reach import Reach, add_tail, tile_tops
 from deeppot.model import analytic
 
@@ -47,7 +47,7 @@ if embedding.triton is not None:
     import triton.language as tl
 
     from deeppot.kernels.atom_tiles import _tile, _tile_t_bar
-    from deeppot.kernels.env_rows import _env_rows, _store_pair_grad
+    from deeppot.kernels.env_rows import _env_rows, _row_at, _visited_slots
 
     @triton.jit
     def _table_rows(info_ptr, k, s):
@@ -72,34 +72,17 @@ if embedding.triton is not None:
         return first_row + idx.to(tl.int64), tau, beyond
 
     @triton.jit
-    def _visited_slots(type_ptr, starts_ptr, top_ptr, n, nnei, NTYPES: tl.constexpr, ATOMS: tl.constexpr,
-                       BLOCK: tl.constexpr):
-        """This program's BLOCK slots of the flat (n, nnei) list, one a lane: index, centre, slot, neighbour-type
-        block, whether a table kernel visits it (top_ptr (tiles of ATOMS centres, NTYPES): how far a tile walks
-        each block) and the centre's type."""
-        i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-        centre, slot = i // nnei, (i % nnei).to(tl.int32)
-        b, start = slot * 0, slot * 0
-        for t in tl.static_range(1, NTYPES):
-            first = tl.load(starts_ptr + t)
-            past = slot >= first
-            b += past.to(tl.int32)
-            start = tl.where(past, first, start)
-        real = i < n.to(tl.int64) * nnei
-        live = real & (slot - start < tl.load(top_ptr + (centre // ATOMS) * NTYPES + b, mask=real, other=0))
-        return i, centre, slot, b, live, tl.load(type_ptr + centre, mask=live, other=0)
-
-    @triton.jit
     def _rows_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, info_ptr, rows_ptr, n, nnei, nstat,
                      NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, BLOCK: tl.constexpr):
         """Per slot, once for both kernels and lane-parallel: the normalised environment row (s, rx, ry, rz) and
         where s falls in its net's table (tau, beyond, table row as a float), stored by `_row_at`; only the slots a
         table kernel visits (top_ptr (n, NTYPES): the most either kernel's tile walks each block)."""
-        i, centre, slot, b, ok, ctype = _visited_slots(type_ptr, starts_ptr, top_ptr, n, nnei, NTYPES, 1, BLOCK)
+        i, centre, slot, b, ok, ctype = _visited_slots(type_ptr, starts_ptr, top_ptr, n, nnei, NTYPES, 1, False,
+                                                       BLOCK)
         k = b if ONE_SIDE else ctype + b * NTYPES
         s, rx, ry, rz = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, ok, nnei, nstat)[:4]
         row, tau, beyond = _table_rows(info_ptr, k, s)
-        at = rows_ptr + _row_at(i)
+        at = rows_ptr + _row_at(i, 8)
         tl.store(at, s, mask=ok)
         tl.store(at + 32, rx, mask=ok)
         tl.store(at + 64, ry, mask=ok)
@@ -109,16 +92,9 @@ if embedding.triton is not None:
         tl.store(at + 192, row.to(s.dtype), mask=ok)
 
     @triton.jit
-    def _row_at(i):
-        """Where slot i's values begin in the rows (ceil(n nnei / 32), 8, 32): value v at +32 v. Slots go in groups
-        of 32, one value of the group after another, so that 32 lanes store 32 consecutive slots' value at once and
-        a reader finds a slot's values at fixed offsets."""
-        return (i // 32) * 256 + i % 32
-
-    @triton.jit
     def _load_rows(rows_ptr, centre, slot, live, nnei):
         """A chunk's rows from `_rows_kernel`: s, rx, ry, rz, tau, beyond, table row; 0 where not live."""
-        at = rows_ptr + _row_at(centre * nnei + slot)
+        at = rows_ptr + _row_at(centre * nnei + slot, 8)
         return (tl.load(at, mask=live, other=0.0), tl.load(at + 32, mask=live, other=0.0),
                 tl.load(at + 64, mask=live, other=0.0), tl.load(at + 96, mask=live, other=0.0),
                 tl.load(at + 128, mask=live, other=0.0), tl.load(at + 160, mask=live, other=0.0),
@@ -213,7 +189,7 @@ if embedding.triton is not None:
                                 M1: tl.constexpr, M1P: tl.constexpr, NTYPES: tl.constexpr, ATOMS: tl.constexpr,
                                 SLOTS: tl.constexpr, MAX_SEL: tl.constexpr):
         # t_bar arrives divided by nnei: dE/dR_j = t_bar G_j^T, plus dE/ds_j = (R_j t_bar) . G'_j on column 0;
-        # dE/dR_j replaces the row's (s, rx, ry, rz) in rows, and `_back_kernel` takes it to dE/dr_ij
+        # dE/dR_j replaces the row's (s, rx, ry, rz) in rows, and `back_to_pairs` takes it to dE/dr_ij
         first, _, centre, real, _, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col = tl.arange(0, M1P)
         col_ok = col < M1
@@ -228,23 +204,12 @@ if embedding.triton is not None:
                     s, rx, ry, rz, tau, beyond, row = _load_rows(rows_ptr, centre, slot, live, nnei)
                     g, dg = _table_jet(table_ptr, row, tau, beyond, live, col, col_ok, M1)
                     q0, q1, q2, q3 = _tile_row_grad(g, dg, s, rx, ry, rz, tb0, tb1, tb2, tb3, ATOMS, SLOTS)
-                    at = rows_ptr + _row_at(centre * nnei + slot)
+                    at = rows_ptr + _row_at(centre * nnei + slot, 8)
                     tl.store(at, q0, mask=live)
                     tl.store(at + 32, q1, mask=live)
                     tl.store(at + 64, q2, mask=live)
                     tl.store(at + 96, q3, mask=live)
 
-    @triton.jit
-    def _back_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, rows_ptr, grad_ptr, n, nnei, nstat,
-                     NTYPES: tl.constexpr, ATOMS: tl.constexpr, BLOCK: tl.constexpr):
-        """dE/dr_ij of every slot the gradient kernel visited (its tiles' tops) from its dE/dR_ij, lane-parallel."""
-        i, centre, slot, _, live, ctype = _visited_slots(type_ptr, starts_ptr, top_ptr, n, nnei, NTYPES, ATOMS, BLOCK)
-        _, _, _, _, x, y, z, inv, w, dw, st = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei,
-                                                        nstat)
-        at = rows_ptr + _row_at(i)
-        q0, q1 = tl.load(at, mask=live, other=0.0), tl.load(at + 32, mask=live, other=0.0)
-        q2, q3 = tl.load(at + 64, mask=live, other=0.0), tl.load(at + 96, mask=live, other=0.0)
-        _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, inv, w, dw, q0, q1, q2, q3)
 
 def unfusable_reason(model, device: torch.device) -> str | None:
     """Why the compressed kernels cannot evaluate `model` on `device`, or None when they can."""
@@ -292,9 +257,6 @@ def _max_sel(sel: tuple[int, ...]) -> int:
     return max(sel)
 
 
-ROWS_BLOCK = 256  # slots a program of the lane-parallel kernels (`_rows_kernel`, `_back_kernel`)
-
-
 def _visited(d, reach: Reach | None, center_type: Tensor, dtype: torch.dtype) -> Tensor:
     """Per centre and block, how far either kernel's tile walks the block: (n, nblocks)."""
     n = len(center_type)
@@ -311,9 +273,9 @@ def table_rows(d, rij: Tensor, center_type: Tensor, reach: Reach | None = None) 
     visited = _visited(d, reach, center_type, rij.dtype)
     rij, types, stats, geo, starts = env_args(d, rij, center_type, None)[:5]
     info = packed_tables(d.tables, d.dtype, rij.device)[1]
-    _rows_kernel[(triton.cdiv(n * nnei, ROWS_BLOCK),)](rij, types, stats, geo, starts, visited, info,
+    _rows_kernel[(triton.cdiv(n * nnei, BACK_BLOCK),)](rij, types, stats, geo, starts, visited, info,
                                                        rows, n, nnei, d.davg.numel(), NTYPES=d.ntypes,
-                                                       ONE_SIDE=d.type_one_side, BLOCK=ROWS_BLOCK)
+                                                       ONE_SIDE=d.type_one_side, BLOCK=BACK_BLOCK)
     return rows
 
 
@@ -350,16 +312,13 @@ def compressed_pair_grad(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, rea
                          rows: Tensor | None = None) -> Tensor:
     """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1), T as in `compressed_descriptor_t` (zero on skipped slots).
     `rows`, if given, are the slots' `table_rows`; the kernel overwrites their first four columns."""
-    rows, (rij, types, stats, geo, starts, tops), meta = _launch(d, rij, center_type, "grad", reach, rows)
+    rows, args, meta = _launch(d, rij, center_type, "grad", reach, rows)
+    _, types, _, _, starts, tops = args
     n, nnei = rij.shape[:2]
     table = packed_tables(d.tables, d.dtype, rij.device)[0]
     t_bar = (t_bar / nnei).contiguous()
     _compressed_grad_kernel[(len(tops),)](rows, types, starts, tops, table, t_bar, n, nnei, **meta)
-    grad = torch.zeros_like(rij)
-    _back_kernel[(triton.cdiv(n * nnei, ROWS_BLOCK),)](rij, types, stats, geo, starts, tops, rows, grad, n, nnei,
-                                                        d.davg.numel(), NTYPES=d.ntypes, ATOMS=meta["ATOMS"],
-                                                        BLOCK=ROWS_BLOCK)
-    return grad
+    return back_to_pairs(d, args, rows, meta["ATOMS"], per_type=False)
 
 
 def compressed_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor, neighbor_type: Tensor,

@@ -1,5 +1,6 @@
 """What every inference kernel shares: the normalised environment rows of a chunk of neighbour slots and the way
-back from dE/dR to dE/dr_ij (Triton helpers), the embedding net's layers, and the launch arguments.
+back from dE/dR to dE/dr_ij (Triton helpers, and `back_to_pairs`: the tile kernels store dE/dR_ij, and one slot a
+lane takes it to dE/dr_ij), the embedding net's layers, and the launch arguments.
 
 Used by the one-atom kernels (`deeppot.kernels.descriptor`), the atom-tile kernels (`deeppot.kernels.atom_tiles`)
 and the compressed ones (`deeppot.kernels.compressed`); the PyTorch twins are in `deeppot.model.analytic`.
@@ -99,6 +100,51 @@ if embedding.triton is not None:
         tl.store(grad_ptr + at + 1, radial * y + q2 * w * inv2, mask=live)
         tl.store(grad_ptr + at + 2, radial * z + q3 * w * inv2, mask=live)
 
+    @triton.jit
+    def _row_at(i, WIDTH: tl.constexpr):
+        """Where slot i's values begin in a per-slot buffer (ceil(n nnei / 32), WIDTH, 32): value v at +32 v. Slots
+        go in groups of 32, one value of the group after another, so that 32 lanes store 32 consecutive slots'
+        value at once and a reader finds a slot's values at fixed offsets."""
+        return (i // 32) * (32 * WIDTH) + i % 32
+
+    @triton.jit
+    def _visited_slots(type_ptr, starts_ptr, top_ptr, n, nnei, NTYPES: tl.constexpr, ATOMS: tl.constexpr,
+                       PER_TYPE: tl.constexpr, BLOCK: tl.constexpr):
+        """This program's BLOCK slots of the flat (n, nnei) list, one a lane: index, centre, slot, neighbour-type
+        block, whether a tile kernel visits it and the centre's type. top_ptr: how far a tile of ATOMS centres
+        walks each block, (tiles, NTYPES), or (tiles, NTYPES, NTYPES) with PER_TYPE (by the centre's type)."""
+        i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        centre, slot = i // nnei, (i % nnei).to(tl.int32)
+        b, start = slot * 0, slot * 0
+        for t in tl.static_range(1, NTYPES):
+            first = tl.load(starts_ptr + t)
+            past = slot >= first
+            b += past.to(tl.int32)
+            start = tl.where(past, first, start)
+        real = i < n.to(tl.int64) * nnei
+        ctype = tl.load(type_ptr + centre, mask=real, other=0)
+        tile = centre // ATOMS * NTYPES + ctype if PER_TYPE else centre // ATOMS
+        live = real & (slot - start < tl.load(top_ptr + tile * NTYPES + b, mask=real, other=0))
+        return i, centre, slot, b, live, ctype
+
+    @triton.jit
+    def _back_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, q_ptr, grad_ptr, n, nnei, nstat,
+                     NTYPES: tl.constexpr, ATOMS: tl.constexpr, PER_TYPE: tl.constexpr, WIDTH: tl.constexpr,
+                     BLOCK: tl.constexpr):
+        """dE/dr_ij of every slot, lane-parallel, from the dE/dR_ij (q, by `_row_at`) that a gradient kernel wrote
+        where its tiles walked (`_visited_slots`); zero on the slots it did not visit."""
+        i, centre, slot, _, live, ctype = _visited_slots(type_ptr, starts_ptr, top_ptr, n, nnei, NTYPES, ATOMS,
+                                                         PER_TYPE, BLOCK)
+        _, _, _, _, x, y, z, inv, w, dw, st = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei,
+                                                        nstat)
+        at = q_ptr + _row_at(i, WIDTH)
+        q0, q1 = tl.load(at, mask=live, other=0.0), tl.load(at + 32, mask=live, other=0.0)
+        q2, q3 = tl.load(at + 64, mask=live, other=0.0), tl.load(at + 96, mask=live, other=0.0)
+        # stored on every slot of the list (q = 0 gives 0 where not visited), so the output needs no zeroing
+        real = i < n.to(tl.int64) * nnei
+        _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, real, nnei, nstat, x, y, z, inv, w, dw, q0, q1, q2,
+                         q3)
+
 
 @functools.cache
 def _block_starts(sel: tuple[int, ...], device: torch.device) -> Tensor:
@@ -121,6 +167,22 @@ def env_args(d, rij: Tensor, center_type: Tensor, tops: Tensor | None) -> list:
     geo = _geometry(d.rcut, d.rcut_smth, d.env_protection, sum(d.sel), d.dtype, rij.device)
     return [rij.contiguous(), center_type.to(torch.int32).contiguous(), stats, geo,
             _block_starts(tuple(d.sel), rij.device), tops]
+
+
+BACK_BLOCK = 256  # slots a program of the lane-parallel kernels (`_back_kernel`, the compressed `_rows_kernel`)
+
+
+def back_to_pairs(d, args: list, q: Tensor, atoms: int, per_type: bool) -> Tensor:
+    """dE/dr_ij (n, nnei, 3) from the dE/dR_ij q (first four values a slot of a `_row_at` buffer) that a gradient
+    kernel of `atoms`-centre tiles wrote where its tiles walked: the tops, last of its `env_args` `args`, by tile
+    and block (by tile, centre type and block with `per_type`)."""
+    rij, types, stats, geo, starts, tops = args[:6]
+    n, nnei = rij.shape[:2]
+    grad = torch.empty_like(rij)
+    _back_kernel[(triton.cdiv(n * nnei, BACK_BLOCK),)](rij, types, stats, geo, starts, tops, q, grad, n, nnei,
+                                                       d.davg.numel(), NTYPES=d.ntypes, ATOMS=atoms,
+                                                       PER_TYPE=per_type, WIDTH=q.shape[1], BLOCK=BACK_BLOCK)
+    return grad
 
 
 def net_args(d, rij: Tensor, center_type: Tensor, precision: str, tops: Tensor) -> tuple[list, dict]:
