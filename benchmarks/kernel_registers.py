@@ -69,10 +69,10 @@ TYPES = {torch.float32: "*fp32", torch.float64: "*fp64", torch.int32: "*i32", to
 
 
 def atom_tile_report(kernel: str, precision: str, tile: tuple[int, int, int], neuron: list[int], sel: list[int],
-                     products: str = "tf32x3") -> str:
+                     products: str = "tf32x3", rows: bool = False) -> str:
     """The inference atom-tile kernel ("t" or "grad", `deeppot.kernels.atom_tiles`) of a water-like se_e2_a model at
     a given (ATOMS, SLOTS, warps), its float32 products in `products` ("tf32x3" or "f16x3"), compiled as
-    `_tiled_args` would launch it."""
+    `_tiled_args` would launch it; with `rows`, reading the slots' rows made beforehand (`atom_tiles.shared_rows`)."""
     from deeppot.kernels import atom_tiles
     from deeppot.model import EnergyModel
 
@@ -86,7 +86,8 @@ def atom_tile_report(kernel: str, precision: str, tile: tuple[int, int, int], ne
     saved = tiles[kernel]
     tiles[kernel] = tile
     try:
-        tensors, meta, _ = atom_tiles._tiled_args(model.descriptor, rij, center_type, products, kernel, None)
+        tensors, meta, _ = atom_tiles._tiled_args(model.descriptor, rij, center_type, products, kernel, None,
+                                                  rij.new_empty(1) if rows else None)
     finally:
         tiles[kernel] = saved
     warps = meta.pop("num_warps")
@@ -110,12 +111,13 @@ def main() -> None:
     parser.add_argument("--precisions", nargs="+", default=["float32", "float64"])
     parser.add_argument("--products", default="tf32x3", choices=["tf32x3", "f16x3"],
                         help="the atom-tile kernels' float32 products (deeppot/kernels/precision.py)")
+    parser.add_argument("--rows", action="store_true", help="the atom-tile kernels reading precomputed rows")
     args = parser.parse_args()
     for tile in args.atom_tiles or ():
         for kernel in ("t", "grad"):
             for precision in args.precisions:
                 report = atom_tile_report(kernel, precision, tuple(map(int, tile.split(","))), args.neuron, args.sel,
-                                          args.products)
+                                          args.products, args.rows)
                 print(f"atom tile {tile} {kernel} {precision}: {report}", flush=True)
     for tile in args.tile if not args.atom_tiles else ():
         block, warps = map(int, tile.split("x"))

@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 
 from deeppot.kernels import embedding
-from deeppot.kernels.env_rows import back_to_pairs, net_args
+from deeppot.kernels.env_rows import back_to_pairs, env_rows_once, net_args
 from deeppot.kernels.reach import Reach, add_tail, tile_tops
 
 # (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms; float32:
@@ -42,6 +42,11 @@ F16X3_TILES = {"t": (4, 16, 4), "grad": (4, 16, 4)}
 # The gradient tiles push value and tangent through each layer as one stacked GEMM in float64 only: it spilled
 # fewer registers in ptxas for float32 too, but ran slower there (run 89: 12.0 -> 13.0 ms at 8 x 8).
 STACKED = {torch.float64}
+# Precisions whose kernels read each slot's environment row from `env_rows.env_rows_once` (made once, one slot a
+# lane) instead of computing it in every thread that holds the row: sm_90 SASS of water's float32 f16x3 (4, 16, 4)
+# loops, T 3,842 -> 2,813 instructions (88 B spilled -> 0), gradient 4,509 -> 3,335; float64's (2, 8, 4) loops do
+# not shrink (2,924 -> 3,003, 3,508 -> 3,606), so float64 computes its rows in the kernels.
+ROWS = {torch.float32}
 
 
 def covers(dtype: torch.dtype, kernel: str) -> bool:
@@ -54,7 +59,7 @@ if embedding.triton is not None:
 
     from deeppot.kernels.activation import _tanh
     from deeppot.kernels.embedding import _columns, _dense_jet, _jet_outputs, _mm, _net_weights
-    from deeppot.kernels.env_rows import _dense, _env_rows, _row_at
+    from deeppot.kernels.env_rows import _chunk_rows, _dense, _row_at
 
     @triton.jit
     def _stacked_jet(x, dx, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr):
@@ -87,10 +92,11 @@ if embedding.triton is not None:
                 tl.load(tb + 2 * M, mask=ok, other=0.0), tl.load(tb + 3 * M, mask=ok, other=0.0))
 
     @triton.jit
-    def _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei, nstat, corner,
-                 w1, b1, w2, b2, w3, b3, SKIP2: tl.constexpr, SKIP3: tl.constexpr, PRECISION: tl.constexpr):
+    def _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype, slot, live, nnei, nstat, corner,
+                 w1, b1, w2, b2, w3, b3, SKIP2: tl.constexpr, SKIP3: tl.constexpr, PRECISION: tl.constexpr,
+                 ROWS: tl.constexpr):
         """acc (RT, M1) += the block-diagonal R^T of one chunk @ its G."""
-        s, rx, ry, rz = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei, nstat)[:4]
+        s, rx, ry, rz = _chunk_rows(rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype, slot, live, nnei, nstat, ROWS)
         g = _tanh(s[:, None] * w1[None, :] + b1[None, :])
         g = _dense(_dense(g, w2, b2, SKIP2, PRECISION), w3, b3, SKIP3, PRECISION)
         rt = tl.where(corner == 0, s[None, :], tl.where(corner == 1, rx[None, :], tl.where(
@@ -99,11 +105,11 @@ if embedding.triton is not None:
 
     @triton.jit
     def _tiled_t_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
-                        w3_ptr, b3_ptr, t_ptr, n, nnei, nstat,
+                        w3_ptr, b3_ptr, rows_ptr, t_ptr, n, nnei, nstat,
                         N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
                         L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                         NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
-                        RT: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
+                        RT: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, ROWS: tl.constexpr):
         first, owner, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
         trow = tl.arange(0, RT)  # the 4 x ATOMS rows of T (RT >= 16 of them, the rest zero padding)
@@ -120,9 +126,9 @@ if embedding.triton is not None:
                         if j0 < top:
                             w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k,
                                                                   N1, N2, N3, L1, L2, L3)
-                            acc = _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, centre, ctype, start + j0 + lane,
-                                           mine & (j0 + lane < top), nnei, nstat, corner,
-                                           w1, b1, w2, b2, w3, b3, SKIP2, SKIP3, PRECISION)
+                            acc = _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype,
+                                           start + j0 + lane, mine & (j0 + lane < top), nnei, nstat, corner,
+                                           w1, b1, w2, b2, w3, b3, SKIP2, SKIP3, PRECISION, ROWS)
         atom = first + trow // 4
         out = t_ptr + (atom * 4 + trow % 4)[:, None] * N3 + col[None, :]
         ok = ((trow < 4 * ATOMS) & (atom < n))[:, None] & col_ok[None, :]
@@ -135,14 +141,15 @@ if embedding.triton is not None:
         return tl.reshape(tl.sum(tl.reshape(x, (ATOMS, SLOTS, m)) * tb[:, None, :], axis=2), (ATOMS * SLOTS,))
 
     @triton.jit
-    def _grad_chunk(rij_ptr, stat_ptr, geo_ptr, q_ptr, centre, ctype, slot, live, nnei, nstat,
+    def _grad_chunk(rij_ptr, stat_ptr, geo_ptr, rows_ptr, q_ptr, centre, ctype, slot, live, nnei, nstat,
                     tb0, tb1, tb2, tb3, w1, b1, w2, b2, w3, b3, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
-                    SKIP2: tl.constexpr, SKIP3: tl.constexpr, PRECISION: tl.constexpr, STACK: tl.constexpr):
+                    SKIP2: tl.constexpr, SKIP3: tl.constexpr, PRECISION: tl.constexpr, STACK: tl.constexpr,
+                    ROWS: tl.constexpr):
         """dE/dR_ij of one chunk's rows (`deeppot.kernels.env_rows._env_row_grad` with per-row t_bar), stored by
         `_row_at` for `back_to_pairs`: keeping the pair vector, switch and 1/(r+p) alive through the products to
         finish dE/dr_ij here spilled registers (ptxas) and took the kernel 6-9% longer (run 163). With STACK the
         value and its tangent go through each layer as one GEMM of twice the rows."""
-        s, rx, ry, rz = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei, nstat)[:4]
+        s, rx, ry, rz = _chunk_rows(rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype, slot, live, nnei, nstat, ROWS)
         g = _tanh(s[:, None] * w1[None, :] + b1[None, :])
         dg = (1.0 - g * g) * w1[None, :]
         if STACK:
@@ -162,11 +169,12 @@ if embedding.triton is not None:
 
     @triton.jit
     def _tiled_grad_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
-                           w3_ptr, b3_ptr, tbar_ptr, q_ptr, n, nnei, nstat,
+                           w3_ptr, b3_ptr, rows_ptr, tbar_ptr, q_ptr, n, nnei, nstat,
                            N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
                            L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                            NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
-                           MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, STACK: tl.constexpr):
+                           MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, STACK: tl.constexpr,
+                           ROWS: tl.constexpr):
         # t_bar arrives divided by nnei; tb_c (ATOMS, M1): row c of the program's atoms' t_bar
         first, _, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
@@ -182,25 +190,31 @@ if embedding.triton is not None:
                         if j0 < top:
                             w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k,
                                                                   N1, N2, N3, L1, L2, L3)
-                            _grad_chunk(rij_ptr, stat_ptr, geo_ptr, q_ptr, centre, ctype, start + j0 + lane,
-                                        mine & (j0 + lane < top), nnei, nstat, tb0, tb1, tb2, tb3,
-                                        w1, b1, w2, b2, w3, b3, ATOMS, SLOTS, SKIP2, SKIP3, PRECISION,
-                                        STACK)
+                            _grad_chunk(rij_ptr, stat_ptr, geo_ptr, rows_ptr, q_ptr, centre, ctype,
+                                        start + j0 + lane, mine & (j0 + lane < top), nnei, nstat,
+                                        tb0, tb1, tb2, tb3, w1, b1, w2, b2, w3, b3, ATOMS, SLOTS, SKIP2, SKIP3,
+                                        PRECISION, STACK, ROWS)
 
 
-def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str, reach: Reach | None
-                ) -> tuple[list, dict, Tensor]:
-    atoms, slots, warps = (F16X3_TILES if precision == "f16x3" else TILES[rij.dtype])[kernel]
+def _tile_of(precision: str, dtype: torch.dtype, kernel: str) -> tuple[int, int, int]:
+    return (F16X3_TILES if precision == "f16x3" else TILES[dtype])[kernel]
+
+
+def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str, reach: Reach | None,
+                rows: Tensor | None = None) -> tuple[list, dict, Tensor]:
+    """The kernel's tensors up to its weights, then the slots' rows if made (`shared_rows`; else a placeholder the
+    kernel does not read), its constants and the tiles' tops."""
+    atoms, slots, warps = _tile_of(precision, rij.dtype, kernel)
     tops = tile_tops(d, reach, center_type, atoms, _per_type(d))
     tensors, meta = net_args(d, rij, center_type, precision, tops)
     if rij.dtype == torch.float64:  # see the module's docstring
         tensors[1] = center_type.to(torch.int64)
-    meta.update(ATOMS=atoms, SLOTS=slots, num_warps=warps)
+    meta.update(ATOMS=atoms, SLOTS=slots, num_warps=warps, ROWS=rows is not None)
     if kernel == "t":  # rows of the T accumulator: 4 an atom, at least 16 (the GEMM's smallest M)
         meta["RT"] = max(16, triton.next_power_of_2(4 * atoms))
     else:
         meta["STACK"] = rij.dtype in STACKED
-    return tensors, meta, tops
+    return [*tensors, tensors[0] if rows is None else rows], meta, tops
 
 
 def _per_type(d) -> int:
@@ -208,10 +222,22 @@ def _per_type(d) -> int:
     return 0 if d.type_one_side else d.ntypes
 
 
-def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3", reach: Reach | None = None
-                 ) -> Tensor:
-    """As `deeppot.kernels.descriptor.descriptor_t`."""
-    tensors, meta, tops = _tiled_args(d, rij, center_type, precision, "t", reach)
+def shared_rows(d, rij: Tensor, center_type: Tensor, reach: Reach | None, precision: str = "tf32x3") -> dict:
+    """The slots' environment rows made once for both kernels of a pair stage (`rows=`), for precisions in
+    `ROWS`; nothing otherwise."""
+    if rij.dtype not in ROWS or not (covers(rij.dtype, "t") and covers(rij.dtype, "grad")):
+        return {}
+    tiles = []
+    for kernel in ("t", "grad"):
+        atoms = _tile_of(precision, rij.dtype, kernel)[0]
+        tiles.append((tile_tops(d, reach, center_type, atoms, _per_type(d)), atoms))
+    return {"rows": env_rows_once(d, rij, center_type, *tiles, per_type=not d.type_one_side)}
+
+
+def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3", reach: Reach | None = None,
+                 rows: Tensor | None = None) -> Tensor:
+    """As `deeppot.kernels.descriptor.descriptor_t`; `rows`: the slots' `shared_rows`, if made."""
+    tensors, meta, tops = _tiled_args(d, rij, center_type, precision, "t", reach, rows)
     n, nnei = rij.shape[:2]
     t_mat = rij.new_empty(n, 4, meta["N3"])
     _tiled_t_kernel[(len(tops),)](*tensors, t_mat, n, nnei, d.davg.numel(), **meta)
@@ -221,11 +247,13 @@ def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3",
 
 
 def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3",
-                         reach: Reach | None = None) -> Tensor:
-    """As `deeppot.kernels.descriptor.pair_grad_from_t_bar`."""
-    tensors, meta, tops = _tiled_args(d, rij, center_type, precision, "grad", reach)
+                         reach: Reach | None = None, rows: Tensor | None = None) -> Tensor:
+    """As `deeppot.kernels.descriptor.pair_grad_from_t_bar`; `rows`: the slots' `shared_rows`, if made (the
+    kernel overwrites them with dE/dR_ij)."""
+    tensors, meta, tops = _tiled_args(d, rij, center_type, precision, "grad", reach, rows)
     n, nnei = rij.shape[:2]
-    q = rij.new_empty(triton.cdiv(n * nnei, 32), 4, 32)  # dE/dR_ij where the tiles walk, by `_row_at`
+    # dE/dR_ij where the tiles walk, by `_row_at`: over each slot's own row if made
+    q = rij.new_empty(triton.cdiv(n * nnei, 32), 4, 32) if rows is None else rows
     t_bar = (t_bar / nnei).contiguous()
     _tiled_grad_kernel[(len(tops),)](*tensors, t_bar, q, n, nnei, d.davg.numel(), **meta)
     return back_to_pairs(d, tensors, q, meta["ATOMS"], per_type=not d.type_one_side)

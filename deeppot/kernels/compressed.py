@@ -47,7 +47,7 @@ if embedding.triton is not None:
     import triton.language as tl
 
     from deeppot.kernels.atom_tiles import _tile, _tile_t_bar
-    from deeppot.kernels.env_rows import _env_rows, _row_at, _visited_slots
+    from deeppot.kernels.env_rows import _env_rows, _load_env_rows, _row_at, _slots_either_visits, _store_env_rows
 
     @triton.jit
     def _table_rows(info_ptr, k, s):
@@ -72,21 +72,19 @@ if embedding.triton is not None:
         return first_row + idx.to(tl.int64), tau, beyond
 
     @triton.jit
-    def _rows_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, info_ptr, rows_ptr, n, nnei, nstat,
-                     NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, BLOCK: tl.constexpr):
+    def _rows_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, t_top_ptr, grad_top_ptr, info_ptr, rows_ptr, n,
+                     nnei, nstat, NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, T_ATOMS: tl.constexpr,
+                     GRAD_ATOMS: tl.constexpr, BLOCK: tl.constexpr):
         """Per slot, once for both kernels and lane-parallel: the normalised environment row (s, rx, ry, rz) and
         where s falls in its net's table (tau, beyond, table row as a float), stored by `_row_at`; only the slots a
-        table kernel visits (top_ptr (n, NTYPES): the most either kernel's tile walks each block)."""
-        i, centre, slot, b, ok, ctype = _visited_slots(type_ptr, starts_ptr, top_ptr, n, nnei, NTYPES, 1, False,
-                                                       BLOCK)
+        table kernel visits (either kernel's tiles, each with its tops)."""
+        i, centre, slot, b, ok, ctype = _slots_either_visits(type_ptr, starts_ptr, t_top_ptr, grad_top_ptr, n, nnei,
+                                                             NTYPES, T_ATOMS, GRAD_ATOMS, False, BLOCK)
         k = b if ONE_SIDE else ctype + b * NTYPES
         s, rx, ry, rz = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, ok, nnei, nstat)[:4]
         row, tau, beyond = _table_rows(info_ptr, k, s)
         at = rows_ptr + _row_at(i, 8)
-        tl.store(at, s, mask=ok)
-        tl.store(at + 32, rx, mask=ok)
-        tl.store(at + 64, ry, mask=ok)
-        tl.store(at + 96, rz, mask=ok)
+        _store_env_rows(at, s, rx, ry, rz, ok)
         tl.store(at + 128, tau, mask=ok)
         tl.store(at + 160, beyond, mask=ok)
         tl.store(at + 192, row.to(s.dtype), mask=ok)
@@ -94,10 +92,10 @@ if embedding.triton is not None:
     @triton.jit
     def _load_rows(rows_ptr, centre, slot, live, nnei):
         """A chunk's rows from `_rows_kernel`: s, rx, ry, rz, tau, beyond, table row; 0 where not live."""
-        at = rows_ptr + _row_at(centre * nnei + slot, 8)
-        return (tl.load(at, mask=live, other=0.0), tl.load(at + 32, mask=live, other=0.0),
-                tl.load(at + 64, mask=live, other=0.0), tl.load(at + 96, mask=live, other=0.0),
-                tl.load(at + 128, mask=live, other=0.0), tl.load(at + 160, mask=live, other=0.0),
+        i = centre * nnei + slot
+        s, rx, ry, rz = _load_env_rows(rows_ptr, i, live, 8)
+        at = rows_ptr + _row_at(i, 8)
+        return (s, rx, ry, rz, tl.load(at + 128, mask=live, other=0.0), tl.load(at + 160, mask=live, other=0.0),
                 tl.load(at + 192, mask=live, other=0.0).to(tl.int32))
 
     @triton.jit
@@ -257,25 +255,19 @@ def _max_sel(sel: tuple[int, ...]) -> int:
     return max(sel)
 
 
-def _visited(d, reach: Reach | None, center_type: Tensor, dtype: torch.dtype) -> Tensor:
-    """Per centre and block, how far either kernel's tile walks the block: (n, nblocks)."""
-    n = len(center_type)
-    t, grad = (tile_tops(d, reach, center_type, atoms, 0).flatten(1).repeat_interleave(atoms, 0)[:n]
-               for atoms, _, _ in (TILES[dtype]["t"], TILES[dtype]["grad"]))
-    return torch.maximum(t, grad).contiguous()
-
-
 def table_rows(d, rij: Tensor, center_type: Tensor, reach: Reach | None = None) -> Tensor:
     """The environment row and table coordinates of every slot either kernel visits, `_rows_kernel`: what both
     kernels read (ceil(n nnei / 32), 8, 32), by `_row_at`."""
     n, nnei = rij.shape[:2]
     rows = rij.new_empty(triton.cdiv(n * nnei, 32), 8, 32)
-    visited = _visited(d, reach, center_type, rij.dtype)
+    (t_atoms, _, _), (grad_atoms, _, _) = TILES[rij.dtype]["t"], TILES[rij.dtype]["grad"]
+    t_tops, grad_tops = (tile_tops(d, reach, center_type, atoms, 0) for atoms in (t_atoms, grad_atoms))
     rij, types, stats, geo, starts = env_args(d, rij, center_type, None)[:5]
     info = packed_tables(d.tables, d.dtype, rij.device)[1]
-    _rows_kernel[(triton.cdiv(n * nnei, BACK_BLOCK),)](rij, types, stats, geo, starts, visited, info,
+    _rows_kernel[(triton.cdiv(n * nnei, BACK_BLOCK),)](rij, types, stats, geo, starts, t_tops, grad_tops, info,
                                                        rows, n, nnei, d.davg.numel(), NTYPES=d.ntypes,
-                                                       ONE_SIDE=d.type_one_side, BLOCK=BACK_BLOCK)
+                                                       ONE_SIDE=d.type_one_side, T_ATOMS=t_atoms,
+                                                       GRAD_ATOMS=grad_atoms, BLOCK=BACK_BLOCK)
     return rows
 
 

@@ -137,23 +137,24 @@ def _launch_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: st
     return tensors, meta, tops
 
 
-def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3", reach: Reach | None = None
-                 ) -> Tensor:
+def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3", reach: Reach | None = None,
+                 rows: Tensor | None = None) -> Tensor:
     """T_i = sum_j R_ij^T G(s_ij) / nnei, (n, 4, M1), from pair vectors rij (n, nnei, 3) in the descriptor
     precision (padded slots: a vector beyond rcut) and centre types (n,): by the atom-tile kernel where it has
     a measured tile for the precision, else by the one-atom kernel. With `reach` (`deeppot.kernels.reach`) the
-    kernels skip the padding after each program's furthest neighbour and add what it would have added."""
+    kernels skip the padding after each program's furthest neighbour and add what it would have added. `rows`:
+    the atom tiles' `shared_rows`, if made."""
     if atom_tiles.covers(rij.dtype, "t"):
-        return atom_tiles.descriptor_t(d, rij, center_type, precision, reach)
+        return atom_tiles.descriptor_t(d, rij, center_type, precision, reach, rows)
     return one_atom_t(d, rij, center_type, precision, reach)
 
 
 def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3",
-                         reach: Reach | None = None) -> Tensor:
+                         reach: Reach | None = None, rows: Tensor | None = None) -> Tensor:
     """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1), T as in `descriptor_t` (atom tiles where measured faster);
     zero on the slots skipped."""
     if atom_tiles.covers(rij.dtype, "grad"):
-        return atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, precision, reach)
+        return atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, precision, reach, rows)
     return one_atom_pair_grad(d, rij, center_type, t_bar, precision, reach)
 
 
@@ -191,7 +192,8 @@ def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
     """
     return two_kernel_stage(model, rij, center_type, neighbor_type, sync_free,
                             functools.partial(descriptor_t, precision=precision),
-                            functools.partial(pair_grad_from_t_bar, precision=precision), precision)
+                            functools.partial(pair_grad_from_t_bar, precision=precision), precision,
+                            functools.partial(atom_tiles.shared_rows, precision=precision))
 
 
 def two_kernel_stage(model, rij: Tensor, center_type: Tensor, neighbor_type: Tensor, sync_free: bool,

@@ -128,6 +128,51 @@ if embedding.triton is not None:
         return i, centre, slot, b, live, ctype
 
     @triton.jit
+    def _slots_either_visits(type_ptr, starts_ptr, t_top_ptr, grad_top_ptr, n, nnei, NTYPES: tl.constexpr,
+                             T_ATOMS: tl.constexpr, GRAD_ATOMS: tl.constexpr, PER_TYPE: tl.constexpr,
+                             BLOCK: tl.constexpr):
+        """`_visited_slots` of a T kernel's and a gradient kernel's tiles together (each with its tops)."""
+        i, centre, slot, b, in_t, ctype = _visited_slots(type_ptr, starts_ptr, t_top_ptr, n, nnei, NTYPES, T_ATOMS,
+                                                         PER_TYPE, BLOCK)
+        in_grad = _visited_slots(type_ptr, starts_ptr, grad_top_ptr, n, nnei, NTYPES, GRAD_ATOMS, PER_TYPE, BLOCK)[4]
+        return i, centre, slot, b, in_t | in_grad, ctype
+
+    @triton.jit
+    def _store_env_rows(at, s, rx, ry, rz, ok):
+        """A slot's (s, rx, ry, rz) at `at` = rows + `_row_at`(slot)."""
+        tl.store(at, s, mask=ok)
+        tl.store(at + 32, rx, mask=ok)
+        tl.store(at + 64, ry, mask=ok)
+        tl.store(at + 96, rz, mask=ok)
+
+    @triton.jit
+    def _load_env_rows(rows_ptr, i, live, WIDTH: tl.constexpr):
+        """Slots i's (s, rx, ry, rz) from a `_row_at` buffer of WIDTH values a slot; 0 where not live."""
+        at = rows_ptr + _row_at(i, WIDTH)
+        return (tl.load(at, mask=live, other=0.0), tl.load(at + 32, mask=live, other=0.0),
+                tl.load(at + 64, mask=live, other=0.0), tl.load(at + 96, mask=live, other=0.0))
+
+    @triton.jit
+    def _env_rows_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, t_top_ptr, grad_top_ptr, rows_ptr, n,
+                         nnei, nstat, NTYPES: tl.constexpr, T_ATOMS: tl.constexpr, GRAD_ATOMS: tl.constexpr,
+                         PER_TYPE: tl.constexpr, BLOCK: tl.constexpr):
+        """Per slot that either tile kernel visits, once and lane-parallel: the normalised environment row (s, rx,
+        ry, rz), by `_row_at` with 4 values a slot."""
+        i, centre, slot, _, ok, ctype = _slots_either_visits(type_ptr, starts_ptr, t_top_ptr, grad_top_ptr, n, nnei,
+                                                             NTYPES, T_ATOMS, GRAD_ATOMS, PER_TYPE, BLOCK)
+        s, rx, ry, rz = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, ok, nnei, nstat)[:4]
+        _store_env_rows(rows_ptr + _row_at(i, 4), s, rx, ry, rz, ok)
+
+    @triton.jit
+    def _chunk_rows(rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype, slot, live, nnei, nstat,
+                    ROWS: tl.constexpr):
+        """A chunk's (s, rx, ry, rz): read from the rows `_env_rows_kernel` made with ROWS, else computed here."""
+        if ROWS:
+            return _load_env_rows(rows_ptr, centre * nnei + slot, live, 4)
+        else:
+            return _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei, nstat)[:4]
+
+    @triton.jit
     def _back_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, q_ptr, grad_ptr, n, nnei, nstat,
                      NTYPES: tl.constexpr, ATOMS: tl.constexpr, PER_TYPE: tl.constexpr, WIDTH: tl.constexpr,
                      BLOCK: tl.constexpr):
@@ -170,6 +215,21 @@ def env_args(d, rij: Tensor, center_type: Tensor, tops: Tensor | None) -> list:
 
 
 BACK_BLOCK = 256  # slots a program of the lane-parallel kernels (`_back_kernel`, the compressed `_rows_kernel`)
+
+
+def env_rows_once(d, rij: Tensor, center_type: Tensor, t_tiles: tuple[Tensor, int], grad_tiles: tuple[Tensor, int],
+                  per_type: bool) -> Tensor:
+    """The normalised environment rows (ceil(n nnei / 32), 4, 32), by `_row_at`, of every slot that a T kernel's or
+    a gradient kernel's tiles visit: each (tops, atoms a tile), the tops by tile and block (by tile, centre type
+    and block with `per_type`)."""
+    n, nnei = rij.shape[:2]
+    rows = rij.new_empty(triton.cdiv(n * nnei, 32), 4, 32)
+    rij, types, stats, geo, starts = env_args(d, rij, center_type, None)[:5]
+    _env_rows_kernel[(triton.cdiv(n * nnei, BACK_BLOCK),)](rij, types, stats, geo, starts, t_tiles[0], grad_tiles[0],
+                                                           rows, n, nnei, d.davg.numel(), NTYPES=d.ntypes,
+                                                           T_ATOMS=t_tiles[1], GRAD_ATOMS=grad_tiles[1],
+                                                           PER_TYPE=per_type, BLOCK=BACK_BLOCK)
+    return rows
 
 
 def back_to_pairs(d, args: list, q: Tensor, atoms: int, per_type: bool) -> Tensor:

@@ -135,6 +135,29 @@ def test_atom_tiles_equal_one_atom_kernels(monkeypatch, atoms, slots, case):
     torch.testing.assert_close(grad / scale, grad_ref / scale, **TOL[d.dtype])
 
 
+@pytest.mark.parametrize("case", [2, 3, 4])
+def test_atom_tiles_reading_shared_rows_equal_computing_them(monkeypatch, case):
+    """With the slots' environment rows made once (`shared_rows`, for tiles of another shape in each kernel, so that
+    the rows cover either kernel's walk), T and dE/dr_ij equal the kernels' own rows', padding skipped."""
+    from deeppot.kernels import atom_tiles
+
+    model, rij, _, center_type, neighbor_type = chunk_of(*CASES[case], seed=5)
+    d = model.descriptor
+    monkeypatch.setitem(atom_tiles.TILES, d.dtype, {"t": (4, 8, 4), "grad": (2, 16, 4)})
+    monkeypatch.setattr(atom_tiles, "ROWS", {d.dtype})
+    reach = find_reach(d, center_type, neighbor_type)
+    shared = atom_tiles.shared_rows(d, rij, center_type, reach)
+    assert set(shared) == {"rows"}
+    t_mat = atom_tiles.descriptor_t(d, rij, center_type, reach=reach, **shared)
+    torch.testing.assert_close(t_mat, atom_tiles.descriptor_t(d, rij, center_type, reach=reach), **TOL[d.dtype])
+    t_bar = torch.randn(t_mat.shape, generator=torch.Generator().manual_seed(2), dtype=t_mat.dtype).to(DEVICE)
+    grad = atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, reach=reach, **shared)
+    grad_ref = atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, reach=reach)
+    scale = grad_ref.abs().max()
+    assert scale > 0
+    torch.testing.assert_close(grad / scale, grad_ref / scale, **TOL[d.dtype])
+
+
 @pytest.mark.parametrize(("atoms", "per_type"), [(1, 0), (4, 2), (5, 0)])
 def test_reach_and_tail_from_the_lists(atoms, per_type):
     """The reach is one past each block's last neighbour; a program of `atoms` centres walks each block up to the
