@@ -84,10 +84,13 @@ def _block_layout(sel: tuple[int, ...], device: torch.device) -> tuple[Tensor, T
 
 class Reach(NamedTuple):
     """Per centre and neighbour-type block (n, nblocks) int32: `reach`, the slots up to its last neighbour that
-    counts (0 for an excluded block), and `last`, one past its last neighbour of any kind (for the tail)."""
+    counts (0 for an excluded block), and `last`, one past its last neighbour of any kind (for the tail); `tops`:
+    the `tile_tops` made from it so far, by (atoms, per_type), since a pair stage's kernels and their rows kernel
+    ask for the same ones."""
 
     reach: Tensor
     last: Tensor
+    tops: dict
 
 
 def find_reach(d, center_type: Tensor, neighbor_type: Tensor) -> Reach:
@@ -99,20 +102,27 @@ def find_reach(d, center_type: Tensor, neighbor_type: Tensor) -> Reach:
     reach = last
     if d.exclude_types:
         reach = last * (~d.excluded[center_type.long(), :len(d.sel)]).to(last.dtype)
-    return Reach(reach.contiguous(), last.contiguous())
+    return Reach(reach.contiguous(), last.contiguous(), {})
 
 
 def full_reach(d, n: int, device: torch.device) -> Reach:
     """Every slot visited: the block lengths."""
     lengths = _block_layout(tuple(d.sel), device)[1].expand(n, -1).contiguous()
-    return Reach(lengths, lengths)
+    return Reach(lengths, lengths, {})
 
 
 def tile_tops(d, reach: Reach | None, center_type: Tensor, atoms: int, per_type: int) -> Tensor:
     """How far a kernel of `atoms` centres a program walks each block: (ntiles, per_type or 1, nblocks), the most
     reach over the tile's atoms (every slot without a `reach`), per centre type when the kernel walks the types one
-    at a time (per_type = ntypes) or over all of them (per_type = 0)."""
-    reach = (reach or full_reach(d, len(center_type), center_type.device)).reach
+    at a time (per_type = ntypes) or over all of them (per_type = 0); kept in `reach.tops` for the next ask."""
+    if reach is None:
+        return _tile_tops(full_reach(d, len(center_type), center_type.device).reach, center_type, atoms, per_type)
+    if (atoms, per_type) not in reach.tops:
+        reach.tops[atoms, per_type] = _tile_tops(reach.reach, center_type, atoms, per_type)
+    return reach.tops[atoms, per_type]
+
+
+def _tile_tops(reach: Tensor, center_type: Tensor, atoms: int, per_type: int) -> Tensor:
     n, nb = reach.shape
     pad = -n % atoms
     reach = torch.nn.functional.pad(reach, (0, 0, 0, pad))

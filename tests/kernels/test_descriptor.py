@@ -170,6 +170,8 @@ def test_reach_and_tail_from_the_lists(atoms, per_type):
     assert torch.equal(reach.reach.long(), count) and torch.equal(reach.last, reach.reach)  # neighbours first
     assert (count < count.new_tensor(d.sel)).all() and (count > 0).all()
     tops = tile_tops(d, reach, center_type, atoms, per_type)
+    assert tile_tops(d, reach, center_type, atoms, per_type) is tops  # kept in the reach for the next kernel
+    assert (tile_tops(d, None, center_type, atoms, per_type) >= tops).all()  # every slot: the block lengths
     tail = add_tail(d, torch.zeros(len(center_type), 4, 16, dtype=torch.float64, device=DEVICE), center_type, tops,
                     atoms, per_type, reach.last)
     terms, slot = padding_terms(d), torch.arange(24, device=DEVICE).repeat(2)
