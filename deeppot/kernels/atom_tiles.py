@@ -18,6 +18,8 @@ Float64 programs read the centre types as int64: Triton 3.6 sizes a GEMM operand
 tensor load it descends from, and an int32 tensor load (the types, run 40; a per-row reach, run 54) gave the
 float64 GEMMs a layout its lowering rejects ("fp64 don't support largeK MMA"); the tops are scalar int32 loads.
 Each block is walked up to the furthest reach of the tile's atoms of the type at hand (`deeppot.kernels.reach`).
+The gradient kernel stores dE/dR_ij and `env_rows.back_to_pairs` takes it to dE/dr_ij; in the precisions of `ROWS`
+both kernels read each slot's environment row, made once beforehand (`shared_rows`), instead of computing it.
 Tests: tests/kernels/test_descriptor.py (GPU, or Triton's interpreter on a CPU).
 """
 
@@ -197,6 +199,7 @@ if embedding.triton is not None:
 
 
 def _tile_of(precision: str, dtype: torch.dtype, kernel: str) -> tuple[int, int, int]:
+    """(ATOMS, SLOTS, warps) of a kernel at these products and precision."""
     return (F16X3_TILES if precision == "f16x3" else TILES[dtype])[kernel]
 
 

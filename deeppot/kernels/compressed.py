@@ -28,7 +28,7 @@ from torch import Tensor
 
 from deeppot.kernels import embedding
 from deeppot.kernels.descriptor import two_kernel_stage
-from deeppot.kernels.env_rows import BACK_BLOCK, back_to_pairs, env_args
+from deeppot.kernels.env_rows import LANE_BLOCK, back_to_pairs, env_args
 from deeppot.kernels.reach import Reach, add_tail, tile_tops
 from deeppot.model import analytic
 
@@ -264,10 +264,10 @@ def table_rows(d, rij: Tensor, center_type: Tensor, reach: Reach | None = None) 
     t_tops, grad_tops = (tile_tops(d, reach, center_type, atoms, 0) for atoms in (t_atoms, grad_atoms))
     rij, types, stats, geo, starts = env_args(d, rij, center_type, None)[:5]
     info = packed_tables(d.tables, d.dtype, rij.device)[1]
-    _rows_kernel[(triton.cdiv(n * nnei, BACK_BLOCK),)](rij, types, stats, geo, starts, t_tops, grad_tops, info,
+    _rows_kernel[(triton.cdiv(n * nnei, LANE_BLOCK),)](rij, types, stats, geo, starts, t_tops, grad_tops, info,
                                                        rows, n, nnei, d.davg.numel(), NTYPES=d.ntypes,
                                                        ONE_SIDE=d.type_one_side, T_ATOMS=t_atoms,
-                                                       GRAD_ATOMS=grad_atoms, BLOCK=BACK_BLOCK)
+                                                       GRAD_ATOMS=grad_atoms, BLOCK=LANE_BLOCK)
     return rows
 
 

@@ -214,7 +214,7 @@ def env_args(d, rij: Tensor, center_type: Tensor, tops: Tensor | None) -> list:
             _block_starts(tuple(d.sel), rij.device), tops]
 
 
-BACK_BLOCK = 256  # slots a program of the lane-parallel kernels (`_back_kernel`, the compressed `_rows_kernel`)
+LANE_BLOCK = 256  # slots a program of the lane-parallel kernels (`_back_kernel`, the compressed `_rows_kernel`)
 
 
 def env_rows_once(d, rij: Tensor, center_type: Tensor, t_tiles: tuple[Tensor, int], grad_tiles: tuple[Tensor, int],
@@ -225,10 +225,10 @@ def env_rows_once(d, rij: Tensor, center_type: Tensor, t_tiles: tuple[Tensor, in
     n, nnei = rij.shape[:2]
     rows = rij.new_empty(triton.cdiv(n * nnei, 32), 4, 32)
     rij, types, stats, geo, starts = env_args(d, rij, center_type, None)[:5]
-    _env_rows_kernel[(triton.cdiv(n * nnei, BACK_BLOCK),)](rij, types, stats, geo, starts, t_tiles[0], grad_tiles[0],
+    _env_rows_kernel[(triton.cdiv(n * nnei, LANE_BLOCK),)](rij, types, stats, geo, starts, t_tiles[0], grad_tiles[0],
                                                            rows, n, nnei, d.davg.numel(), NTYPES=d.ntypes,
                                                            T_ATOMS=t_tiles[1], GRAD_ATOMS=grad_tiles[1],
-                                                           PER_TYPE=per_type, BLOCK=BACK_BLOCK)
+                                                           PER_TYPE=per_type, BLOCK=LANE_BLOCK)
     return rows
 
 
@@ -239,9 +239,9 @@ def back_to_pairs(d, args: list, q: Tensor, atoms: int, per_type: bool) -> Tenso
     rij, types, stats, geo, starts, tops = args[:6]
     n, nnei = rij.shape[:2]
     grad = torch.empty_like(rij)
-    _back_kernel[(triton.cdiv(n * nnei, BACK_BLOCK),)](rij, types, stats, geo, starts, tops, q, grad, n, nnei,
+    _back_kernel[(triton.cdiv(n * nnei, LANE_BLOCK),)](rij, types, stats, geo, starts, tops, q, grad, n, nnei,
                                                        d.davg.numel(), NTYPES=d.ntypes, ATOMS=atoms,
-                                                       PER_TYPE=per_type, WIDTH=q.shape[1], BLOCK=BACK_BLOCK)
+                                                       PER_TYPE=per_type, WIDTH=q.shape[1], BLOCK=LANE_BLOCK)
     return grad
 
 
