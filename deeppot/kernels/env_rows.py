@@ -214,7 +214,7 @@ def env_args(d, rij: Tensor, center_type: Tensor, tops: Tensor | None) -> list:
             _block_starts(tuple(d.sel), rij.device), tops]
 
 
-LANE_BLOCK = 256  # slots a program of the lane-parallel kernels (`_back_kernel`, the compressed `_rows_kernel`)
+LANE_BLOCK = 256  # slots a program of the lane-parallel kernels (`_env_rows_kernel`, `_back_kernel`, `_rows_kernel`)
 
 
 def env_rows_once(d, rij: Tensor, center_type: Tensor, t_tiles: tuple[Tensor, int], grad_tiles: tuple[Tensor, int],
