@@ -61,7 +61,7 @@ if embedding.triton is not None:
 
     from deeppot.kernels.activation import _tanh
     from deeppot.kernels.embedding import _columns, _dense_jet, _jet_outputs, _mm, _net_weights
-    from deeppot.kernels.env_rows import _chunk_rows, _dense, _row_at
+    from deeppot.kernels.env_rows import _chunk_rows, _dense, _store_four
 
     @triton.jit
     def _stacked_jet(x, dx, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr):
@@ -163,11 +163,8 @@ if embedding.triton is not None:
         q0 = _per_atom(g, tb0, ATOMS, SLOTS) + s * _per_atom(dg, tb0, ATOMS, SLOTS) \
             + rx * _per_atom(dg, tb1, ATOMS, SLOTS) + ry * _per_atom(dg, tb2, ATOMS, SLOTS) \
             + rz * _per_atom(dg, tb3, ATOMS, SLOTS)
-        at = q_ptr + _row_at(centre * nnei + slot, 4)
-        tl.store(at, q0, mask=live)
-        tl.store(at + 32, _per_atom(g, tb1, ATOMS, SLOTS), mask=live)
-        tl.store(at + 64, _per_atom(g, tb2, ATOMS, SLOTS), mask=live)
-        tl.store(at + 96, _per_atom(g, tb3, ATOMS, SLOTS), mask=live)
+        _store_four(q_ptr, centre * nnei + slot, q0, _per_atom(g, tb1, ATOMS, SLOTS), _per_atom(g, tb2, ATOMS, SLOTS),
+                    _per_atom(g, tb3, ATOMS, SLOTS), live, 4)
 
     @triton.jit
     def _tiled_grad_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,

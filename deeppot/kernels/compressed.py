@@ -47,7 +47,7 @@ if embedding.triton is not None:
     import triton.language as tl
 
     from deeppot.kernels.atom_tiles import _tile, _tile_t_bar
-    from deeppot.kernels.env_rows import _env_rows, _load_env_rows, _row_at, _slots_either_visits, _store_env_rows
+    from deeppot.kernels.env_rows import _env_rows, _load_four, _row_at, _slots_either_visits, _store_four
 
     @triton.jit
     def _table_rows(info_ptr, k, s):
@@ -83,8 +83,8 @@ if embedding.triton is not None:
         k = b if ONE_SIDE else ctype + b * NTYPES
         s, rx, ry, rz = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, ok, nnei, nstat)[:4]
         row, tau, beyond = _table_rows(info_ptr, k, s)
+        _store_four(rows_ptr, i, s, rx, ry, rz, ok, 8)
         at = rows_ptr + _row_at(i, 8)
-        _store_env_rows(at, s, rx, ry, rz, ok)
         tl.store(at + 128, tau, mask=ok)
         tl.store(at + 160, beyond, mask=ok)
         tl.store(at + 192, row.to(s.dtype), mask=ok)
@@ -93,7 +93,7 @@ if embedding.triton is not None:
     def _load_rows(rows_ptr, centre, slot, live, nnei):
         """A chunk's rows from `_rows_kernel`: s, rx, ry, rz, tau, beyond, table row; 0 where not live."""
         i = centre * nnei + slot
-        s, rx, ry, rz = _load_env_rows(rows_ptr, i, live, 8)
+        s, rx, ry, rz = _load_four(rows_ptr, i, live, 8)
         at = rows_ptr + _row_at(i, 8)
         return (s, rx, ry, rz, tl.load(at + 128, mask=live, other=0.0), tl.load(at + 160, mask=live, other=0.0),
                 tl.load(at + 192, mask=live, other=0.0).to(tl.int32))
@@ -202,11 +202,7 @@ if embedding.triton is not None:
                     s, rx, ry, rz, tau, beyond, row = _load_rows(rows_ptr, centre, slot, live, nnei)
                     g, dg = _table_jet(table_ptr, row, tau, beyond, live, col, col_ok, M1)
                     q0, q1, q2, q3 = _tile_row_grad(g, dg, s, rx, ry, rz, tb0, tb1, tb2, tb3, ATOMS, SLOTS)
-                    at = rows_ptr + _row_at(centre * nnei + slot, 8)
-                    tl.store(at, q0, mask=live)
-                    tl.store(at + 32, q1, mask=live)
-                    tl.store(at + 64, q2, mask=live)
-                    tl.store(at + 96, q3, mask=live)
+                    _store_four(rows_ptr, centre * nnei + slot, q0, q1, q2, q3, live, 8)
 
 
 def unfusable_reason(model, device: torch.device) -> str | None:

@@ -108,11 +108,26 @@ if embedding.triton is not None:
         return (i // 32) * (32 * WIDTH) + i % 32
 
     @triton.jit
-    def _visited_slots(type_ptr, starts_ptr, top_ptr, n, nnei, NTYPES: tl.constexpr, ATOMS: tl.constexpr,
-                       PER_TYPE: tl.constexpr, BLOCK: tl.constexpr):
+    def _store_four(ptr, i, v0, v1, v2, v3, mask, WIDTH: tl.constexpr):
+        """Slots i's first four values (an environment row, or dE/dR_ij) into a `_row_at` buffer of WIDTH values a
+        slot."""
+        at = ptr + _row_at(i, WIDTH)
+        tl.store(at, v0, mask=mask)
+        tl.store(at + 32, v1, mask=mask)
+        tl.store(at + 64, v2, mask=mask)
+        tl.store(at + 96, v3, mask=mask)
+
+    @triton.jit
+    def _load_four(ptr, i, mask, WIDTH: tl.constexpr):
+        """Slots i's first four values from a `_row_at` buffer of WIDTH values a slot; 0 where not mask."""
+        at = ptr + _row_at(i, WIDTH)
+        return (tl.load(at, mask=mask, other=0.0), tl.load(at + 32, mask=mask, other=0.0),
+                tl.load(at + 64, mask=mask, other=0.0), tl.load(at + 96, mask=mask, other=0.0))
+
+    @triton.jit
+    def _lane_slots(type_ptr, starts_ptr, n, nnei, NTYPES: tl.constexpr, BLOCK: tl.constexpr):
         """This program's BLOCK slots of the flat (n, nnei) list, one a lane: index, centre, slot, neighbour-type
-        block, whether a tile kernel visits it and the centre's type. top_ptr: how far a tile of ATOMS centres
-        walks each block, (tiles, NTYPES), or (tiles, NTYPES, NTYPES) with PER_TYPE (by the centre's type)."""
+        block, rank in the block, whether the slot exists, and the centre's type."""
         i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
         centre, slot = i // nnei, (i % nnei).to(tl.int32)
         b, start = slot * 0, slot * 0
@@ -122,35 +137,26 @@ if embedding.triton is not None:
             b += past.to(tl.int32)
             start = tl.where(past, first, start)
         real = i < n.to(tl.int64) * nnei
-        ctype = tl.load(type_ptr + centre, mask=real, other=0)
+        return i, centre, slot, b, slot - start, real, tl.load(type_ptr + centre, mask=real, other=0)
+
+    @triton.jit
+    def _walked(top_ptr, centre, ctype, b, rank, real, NTYPES: tl.constexpr, ATOMS: tl.constexpr,
+                PER_TYPE: tl.constexpr):
+        """Whether a tile kernel visits the slots: top_ptr, how far a tile of ATOMS centres walks each block,
+        (tiles, NTYPES), or (tiles, NTYPES, NTYPES) with PER_TYPE (by the centre's type)."""
         tile = centre // ATOMS * NTYPES + ctype if PER_TYPE else centre // ATOMS
-        live = real & (slot - start < tl.load(top_ptr + tile * NTYPES + b, mask=real, other=0))
-        return i, centre, slot, b, live, ctype
+        return real & (rank < tl.load(top_ptr + tile * NTYPES + b, mask=real, other=0))
 
     @triton.jit
     def _slots_either_visits(type_ptr, starts_ptr, t_top_ptr, grad_top_ptr, n, nnei, NTYPES: tl.constexpr,
                              T_ATOMS: tl.constexpr, GRAD_ATOMS: tl.constexpr, PER_TYPE: tl.constexpr,
                              BLOCK: tl.constexpr):
-        """`_visited_slots` of a T kernel's and a gradient kernel's tiles together (each with its tops)."""
-        i, centre, slot, b, in_t, ctype = _visited_slots(type_ptr, starts_ptr, t_top_ptr, n, nnei, NTYPES, T_ATOMS,
-                                                         PER_TYPE, BLOCK)
-        in_grad = _visited_slots(type_ptr, starts_ptr, grad_top_ptr, n, nnei, NTYPES, GRAD_ATOMS, PER_TYPE, BLOCK)[4]
-        return i, centre, slot, b, in_t | in_grad, ctype
-
-    @triton.jit
-    def _store_env_rows(at, s, rx, ry, rz, ok):
-        """A slot's (s, rx, ry, rz) at `at` = rows + `_row_at`(slot)."""
-        tl.store(at, s, mask=ok)
-        tl.store(at + 32, rx, mask=ok)
-        tl.store(at + 64, ry, mask=ok)
-        tl.store(at + 96, rz, mask=ok)
-
-    @triton.jit
-    def _load_env_rows(rows_ptr, i, live, WIDTH: tl.constexpr):
-        """Slots i's (s, rx, ry, rz) from a `_row_at` buffer of WIDTH values a slot; 0 where not live."""
-        at = rows_ptr + _row_at(i, WIDTH)
-        return (tl.load(at, mask=live, other=0.0), tl.load(at + 32, mask=live, other=0.0),
-                tl.load(at + 64, mask=live, other=0.0), tl.load(at + 96, mask=live, other=0.0))
+        """This program's slots (`_lane_slots`: index, centre, slot, block), whether a T kernel's or a gradient
+        kernel's tiles visit them (each with its tops), and the centre's type."""
+        i, centre, slot, b, rank, real, ctype = _lane_slots(type_ptr, starts_ptr, n, nnei, NTYPES, BLOCK)
+        visited = _walked(t_top_ptr, centre, ctype, b, rank, real, NTYPES, T_ATOMS, PER_TYPE) | \
+            _walked(grad_top_ptr, centre, ctype, b, rank, real, NTYPES, GRAD_ATOMS, PER_TYPE)
+        return i, centre, slot, b, visited, ctype
 
     @triton.jit
     def _env_rows_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, t_top_ptr, grad_top_ptr, rows_ptr, n,
@@ -161,14 +167,14 @@ if embedding.triton is not None:
         i, centre, slot, _, ok, ctype = _slots_either_visits(type_ptr, starts_ptr, t_top_ptr, grad_top_ptr, n, nnei,
                                                              NTYPES, T_ATOMS, GRAD_ATOMS, PER_TYPE, BLOCK)
         s, rx, ry, rz = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, ok, nnei, nstat)[:4]
-        _store_env_rows(rows_ptr + _row_at(i, 4), s, rx, ry, rz, ok)
+        _store_four(rows_ptr, i, s, rx, ry, rz, ok, 4)
 
     @triton.jit
     def _chunk_rows(rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype, slot, live, nnei, nstat,
                     ROWS: tl.constexpr):
         """A chunk's (s, rx, ry, rz): read from the rows `_env_rows_kernel` made with ROWS, else computed here."""
         if ROWS:
-            return _load_env_rows(rows_ptr, centre * nnei + slot, live, 4)
+            return _load_four(rows_ptr, centre * nnei + slot, live, 4)
         else:
             return _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei, nstat)[:4]
 
@@ -177,16 +183,13 @@ if embedding.triton is not None:
                      NTYPES: tl.constexpr, ATOMS: tl.constexpr, PER_TYPE: tl.constexpr, WIDTH: tl.constexpr,
                      BLOCK: tl.constexpr):
         """dE/dr_ij of every slot, lane-parallel, from the dE/dR_ij (q, by `_row_at`) that a gradient kernel wrote
-        where its tiles walked (`_visited_slots`); zero on the slots it did not visit."""
-        i, centre, slot, _, live, ctype = _visited_slots(type_ptr, starts_ptr, top_ptr, n, nnei, NTYPES, ATOMS,
-                                                         PER_TYPE, BLOCK)
+        where its tiles walked (`_walked`); zero on the slots it did not visit."""
+        i, centre, slot, b, rank, real, ctype = _lane_slots(type_ptr, starts_ptr, n, nnei, NTYPES, BLOCK)
+        live = _walked(top_ptr, centre, ctype, b, rank, real, NTYPES, ATOMS, PER_TYPE)
         _, _, _, _, x, y, z, inv, w, dw, st = _env_rows(rij_ptr, stat_ptr, geo_ptr, centre, ctype, slot, live, nnei,
                                                         nstat)
-        at = q_ptr + _row_at(i, WIDTH)
-        q0, q1 = tl.load(at, mask=live, other=0.0), tl.load(at + 32, mask=live, other=0.0)
-        q2, q3 = tl.load(at + 64, mask=live, other=0.0), tl.load(at + 96, mask=live, other=0.0)
+        q0, q1, q2, q3 = _load_four(q_ptr, i, live, WIDTH)
         # stored on every slot of the list (q = 0 gives 0 where not visited), so the output needs no zeroing
-        real = i < n.to(tl.int64) * nnei
         _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, real, nnei, nstat, x, y, z, inv, w, dw, q0, q1, q2,
                          q3)
 
