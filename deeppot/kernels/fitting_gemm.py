@@ -5,9 +5,12 @@ or `_grad_kernel`).
 For 10^5 atoms the fitting products are the largest cost of an evaluation after the embedding (or table) kernels
 (4.4 ms of a 15 ms compressed water call, run 128): cuBLAS's float32 kernels run on the FMA units at ~45 TFLOP/s.
 Here each product runs on the tensor cores in one of `deeppot.kernels.precision`'s float32-accurate schemes (three
-float16 products, "f16x3", summed apart each k step and then added, where the model allows; else three TF32 products,
-"tf32x3"), and the tile it computes is finished in registers (float32 only: as float64
-GEMMs on the float64 tensor cores they were slower than cuBLAS's on the 1600-wide products, run 131):
+float16 products, "f16x3", where the model allows: W's parts made once (`precision.weight_parts`), x's split in the
+kernel, the two products with a low part summed apart from the main one; else three TF32 products, "tf32x3"), and the
+tile it computes is finished in registers (float32 only: as float64 GEMMs on the float64 tensor cores they were
+slower than cuBLAS's on the 1600-wide products, run 131). A row block's column tiles are neighbours in the launch
+order, so x's rows are read from DRAM once (run 173, H200, f16x3 at 65,536 rows, with the parts: the 1600-wide layer
+0.424 -> 0.354 ms, dE/dD 0.591 -> 0.497):
 - `layer_forward`: a = tanh(h W + b), h' = S(h) + idt a (DeePMD's skip S and timestep idt);
 - `layer_grad`: g' = gz_above W_above^T + S^T(g_above), gz = g' idt (1 - a^2);
 - `product_t`: g_0 = gz W^T (dE/dD, no epilogue).
@@ -26,6 +29,7 @@ from torch import Tensor
 
 from deeppot.kernels import fitting
 from deeppot.kernels.embedding import triton, triton_available
+from deeppot.kernels.precision import weight_parts
 from deeppot.model import analytic
 
 NONE_EPILOGUE, LAYER, GRAD = 0, 1, 2
@@ -45,32 +49,40 @@ if triton is not None:
     import triton.language as tl
 
     from deeppot.kernels.activation import _tanh
-    from deeppot.kernels.embedding import _mm
+    from deeppot.kernels.embedding import _f16_parts
     from deeppot.kernels.fitting import _add_skip, _timestep
 
     @triton.jit
-    def _gemm_kernel(x_ptr, w_ptr, y_ptr, out_ptr, b_ptr, idt_ptr, src_ptr, a_ptr,
+    def _gemm_kernel(x_ptr, w_ptr, wl_ptr, y_ptr, out_ptr, b_ptr, idt_ptr, src_ptr, a_ptr,
                      rows, m, x_net, x_row, w_net, w_k, w_m, s_net, s_row, n_src, K: tl.constexpr,
                      EPILOGUE: tl.constexpr, SKIP: tl.constexpr, HAS_IDT: tl.constexpr, WRITE_OUT: tl.constexpr,
                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr = "tf32x3"):
         """y = x W (nets, rows, m) for one (BM, BN) tile, x (nets or 1, rows, K) and W at strides (w_k, w_m):
-        W^T is W with its strides swapped. Then the epilogue (module docstring); y and out are contiguous."""
-        net = tl.program_id(2).to(tl.int64)
-        row = tl.program_id(0).to(tl.int64) * BM + tl.arange(0, BM)[:, None]
-        col = tl.program_id(1) * BN + tl.arange(0, BN)[None, :]
+        W^T is W with its strides swapped. "f16x3": w and wl are W's float16 parts (`weight_parts`), x is split
+        here. Then the epilogue (module docstring); y and out are contiguous."""
+        net = tl.program_id(1).to(tl.int64)
+        tile = tl.program_id(0)  # a row block's column tiles side by side: x's rows come from DRAM once, then L2
+        row = (tile // tl.cdiv(m, BN)).to(tl.int64) * BM + tl.arange(0, BM)[:, None]
+        col = (tile % tl.cdiv(m, BN)) * BN + tl.arange(0, BN)[None, :]
         kk = tl.arange(0, BK)
         xs = x_ptr + net * x_net + row * x_row + kk[None, :]
-        ws = w_ptr + net * w_net + kk[:, None] * w_k + col * w_m
+        ws = net * w_net + kk[:, None] * w_k + col * w_m
         acc = tl.zeros((BM, BN), dtype=tl.float32)
+        lo = tl.zeros((BM, BN), dtype=tl.float32)  # f16x3: the products with a low part, in units of 2^-11
         for k0 in range(0, K, BK):
             xt = tl.load(xs, mask=(row < rows) & (kk[None, :] < K - k0), other=0.0)
-            wt = tl.load(ws, mask=(kk[:, None] < K - k0) & (col < m), other=0.0)
-            if PRECISION == "f16x3":  # each step's products summed apart, then added (see `_mm`)
-                acc += _mm(xt, wt, PRECISION)
+            w_ok = (kk[:, None] < K - k0) & (col < m)
+            if PRECISION == "f16x3":  # two running sums: no per-step adds, W's parts straight from memory
+                x_hi, x_lo = _f16_parts(xt)
+                w_hi = tl.load(w_ptr + ws, mask=w_ok, other=0.0)
+                acc = tl.dot(x_hi, w_hi, acc)
+                lo = tl.dot(x_lo, w_hi, tl.dot(x_hi, tl.load(wl_ptr + ws, mask=w_ok, other=0.0), lo))
             else:
-                acc = tl.dot(xt, wt, acc, input_precision=PRECISION)
+                acc = tl.dot(xt, tl.load(w_ptr + ws, mask=w_ok, other=0.0), acc, input_precision=PRECISION)
             xs += BK
             ws += BK * w_k
+        if PRECISION == "f16x3":
+            acc += lo * (1.0 / 2048.0)
         ok = (row < rows) & (col < m)
         at = net * rows * m + row * m + col
         if EPILOGUE == 1:  # forward: a = tanh(u + b), h' = S(h) + idt a
@@ -110,13 +122,18 @@ def _net_stride(t: Tensor) -> int:
 def _launch(x: Tensor, w: Tensor, transposed: bool, epilogue: int, y: Tensor, out: Tensor, precision: str,
             b=None, idt=None, src=None, a=None, skip: int = 0) -> None:
     nets, rows, m = y.shape
+    if precision == "f16x3":  # W's parts, laid out as this product reads them
+        w, w_lo = weight_parts(w, transposed)  # runs 172-173
+        transposed = False
+    else:
+        w_lo = w
     w_k, w_m = (w.stride(2), w.stride(1)) if transposed else (w.stride(1), w.stride(2))
     assert x.stride(2) == 1 and x.shape[-1] == (w.shape[2] if transposed else w.shape[1])
     s = src if src is not None else y
     tile = (F16X3_TILES if precision == "f16x3" else TILES)[epilogue]
-    grid = (triton.cdiv(rows, tile["BM"]), triton.cdiv(m, tile["BN"]), nets)
-    _gemm_kernel[grid](x, w, y, out, y if b is None else b, y if idt is None else idt, s, y if a is None else a,
-                       rows, m, _net_stride(x), x.stride(1), _net_stride(w), w_k, w_m,
+    grid = (triton.cdiv(m, tile["BN"]) * triton.cdiv(rows, tile["BM"]), nets)
+    _gemm_kernel[grid](x, w, w_lo, y, out, y if b is None else b, y if idt is None else idt, s,
+                       y if a is None else a, rows, m, _net_stride(x), x.stride(1), _net_stride(w), w_k, w_m,
                        _net_stride(s), s.stride(1) if s.shape[1] > 1 else 0, s.shape[-1], K=x.shape[-1],
                        EPILOGUE=epilogue, SKIP=skip, HAS_IDT=idt is not None, WRITE_OUT=out is not y,
                        PRECISION=precision, **tile)

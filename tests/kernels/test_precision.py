@@ -1,5 +1,5 @@
 """The choice of float32 product scheme (`deeppot.kernels.precision`): its float16 range bounds hold on real
-evaluations, and models that could leave float16's range keep tf32x3."""
+evaluations, models that could leave float16's range keep tf32x3, and weights' float16 parts are made once."""
 
 from __future__ import annotations
 
@@ -80,3 +80,22 @@ def test_the_bounds_hold_on_an_evaluation():
 def test_evaluator_names_a_wrong_scheme():
     with pytest.raises(ValueError, match="products"):
         Evaluator(make_model(), "cpu", products="f16")
+
+
+def test_weight_parts_rebuild_the_weights_and_are_made_once_per_version():
+    weights = torch.nn.Parameter(torch.randn(2, 24, 16, dtype=torch.float32) * 0.3)
+    one_net = weights[1:2]
+    hi, lo = precision.weight_parts(one_net)
+    assert hi.dtype == lo.dtype == torch.float16 and hi.shape == (1, 24, 16) and hi.is_contiguous()
+    assert torch.equal(hi, one_net.detach().half())  # the kernels' split: hi rounds, lo keeps the rest * 2^11
+    rebuilt = hi.double() + lo.double() / 2048
+    assert (rebuilt - one_net.double()).abs().max() <= 2.0**-22 * one_net.abs().max()
+    assert (rebuilt - one_net.double()).abs().max() > 0  # 22 bits, not float32's 24: the test sees the split
+    hi_t, _ = precision.weight_parts(one_net, transposed=True)
+    assert torch.equal(hi_t, hi.transpose(1, 2))
+    assert precision.weight_parts(weights[1:2])[0] is hi  # a new view of the same weights: kept
+    assert precision.weight_parts(weights[0:1])[0] is not hi
+    with torch.no_grad():
+        weights.mul_(2.0)  # an update (a new version): made again
+    hi_new, _ = precision.weight_parts(weights[1:2])
+    assert hi_new is not hi and torch.equal(hi_new, (2 * hi.float()).half())
