@@ -99,3 +99,12 @@ def test_weight_parts_rebuild_the_weights_and_are_made_once_per_version():
         weights.mul_(2.0)  # an update (a new version): made again
     hi_new, _ = precision.weight_parts(weights[1:2])
     assert hi_new is not hi and torch.equal(hi_new, (2 * hi.float()).half())
+
+
+def test_weight_parts_go_with_their_weights():
+    weights = torch.nn.Parameter(torch.randn(1, 8, 8))
+    precision.weight_parts(weights)
+    precision.weight_parts(weights, transposed=True)
+    before = len(precision._PARTS)
+    del weights
+    assert len(precision._PARTS) == before - 2
