@@ -39,9 +39,9 @@ from deeppot.kernels.reach import Reach, add_tail, tile_tops
 TILES = {torch.float32: {"t": (4, 16, 4), "grad": (8, 8, 4)}, torch.float64: {"t": (2, 8, 4), "grad": (2, 8, 4)}}
 # float32 with "f16x3" products (`embedding._mm`): the float16 parts take half the registers (ptxas: the gradient
 # at (4, 16, 4) spills 604 B against 900), and the gradient is fastest on (4, 16, 4) (run 144: 8.10 ms against
-# 8.43 at (8, 8, 4); tf32x3 12.25 at (8, 8, 4), 13.57 at (4, 16, 4)); since it reads the rows made once, on
-# (2, 32, 4) (run 174, H200, three interleaved rounds: 4.84, 4.62, 4.76 ms against 4.95, 4.90, 4.82)
-F16X3_TILES = {"t": (4, 16, 4), "grad": (2, 32, 4)}
+# 8.43 at (8, 8, 4); tf32x3 12.25 at (8, 8, 4), 13.57 at (4, 16, 4)). The gradient on (2, 32, 4) was 3% faster
+# for water (run 174: 4.62-4.84 ms against 4.82-4.95) but made copper's whole calls 3% slower (run 175).
+F16X3_TILES = {"t": (4, 16, 4), "grad": (4, 16, 4)}
 # The gradient tiles push value and tangent through each layer as one stacked GEMM in float64 only: it spilled
 # fewer registers in ptxas for float32 too, but ran slower there (run 89: 12.0 -> 13.0 ms at 8 x 8).
 STACKED = {torch.float64}
