@@ -186,12 +186,12 @@ if embedding.triton is not None:
     def _compressed_grad_kernel(rows_ptr, type_ptr, starts_ptr, top_ptr, table_ptr, tbar_ptr, n, nnei,
                                 M1: tl.constexpr, M1P: tl.constexpr, NTYPES: tl.constexpr, ATOMS: tl.constexpr,
                                 SLOTS: tl.constexpr, MAX_SEL: tl.constexpr):
-        # t_bar arrives divided by nnei: dE/dR_j = t_bar G_j^T, plus dE/ds_j = (R_j t_bar) . G'_j on column 0;
+        # with t_bar / nnei (`_tile_t_bar`): dE/dR_j = t_bar G_j^T, plus dE/ds_j = (R_j t_bar) . G'_j on column 0;
         # dE/dR_j replaces the row's (s, rx, ry, rz) in rows, and `back_to_pairs` takes it to dE/dr_ij
         first, _, centre, real, _, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col = tl.arange(0, M1P)
         col_ok = col < M1
-        tb0, tb1, tb2, tb3 = _tile_t_bar(tbar_ptr, first, n, col, col_ok, ATOMS, M1)
+        tb0, tb1, tb2, tb3 = _tile_t_bar(tbar_ptr, first, n, nnei, col, col_ok, ATOMS, M1)
         for b in range(NTYPES):
             start = tl.load(starts_ptr + b)
             top = tl.load(top_ptr + tl.program_id(0) * NTYPES + b)
@@ -304,7 +304,7 @@ def compressed_pair_grad(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, rea
     _, types, _, _, starts, tops = args
     n, nnei = rij.shape[:2]
     table = packed_tables(d.tables, d.dtype, rij.device)[0]
-    t_bar = (t_bar / nnei).contiguous()
+    t_bar = t_bar.contiguous()
     _compressed_grad_kernel[(len(tops),)](rows, types, starts, tops, table, t_bar, n, nnei, **meta)
     return back_to_pairs(d, args, rows, meta["ATOMS"], per_type=False)
 
