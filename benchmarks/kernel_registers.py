@@ -65,8 +65,7 @@ def compiled_report(source: ASTSource, warps: int) -> str:
     return f"{registers} registers, spills {spills[0]} B stored / {spills[1]} B loaded"
 
 
-TYPES = {torch.float32: "*fp32", torch.float64: "*fp64", torch.float16: "*fp16", torch.int32: "*i32",
-         torch.int64: "*i64"}
+TYPES = {torch.float32: "*fp32", torch.float64: "*fp64", torch.int32: "*i32", torch.int64: "*i64"}
 
 
 def atom_tile_report(kernel: str, precision: str, tile: tuple[int, int, int], neuron: list[int], sel: list[int],
