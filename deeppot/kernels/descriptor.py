@@ -86,11 +86,11 @@ if embedding.triton is not None:
                           L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                           NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, BLOCK: tl.constexpr,
                           MAX_SEL: tl.constexpr, PRECISION: tl.constexpr):
-        # t_bar arrives divided by nnei (`_env_row_grad`)
+        # tb_c: row c of the centre's t_bar / nnei (`_t_bar_rows`), as `_env_row_grad` takes it
         centre = tl.program_id(0).to(tl.int64)
         ctype = tl.load(type_ptr + centre)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
-        tb0, tb1, tb2, tb3 = _t_bar_rows(tbar_ptr, centre, col, col_ok, N3)
+        tb0, tb1, tb2, tb3 = _t_bar_rows(tbar_ptr, centre, nnei, col, col_ok, N3)
         for b in range(NTYPES):
             k = b if ONE_SIDE else ctype + b * NTYPES
             start = tl.load(starts_ptr + b)
@@ -176,7 +176,7 @@ def one_atom_pair_grad(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, preci
     tensors, meta, _ = _launch_args(d, rij, center_type, precision, "grad", reach)
     n, nnei = rij.shape[:2]
     grad = torch.zeros_like(rij)  # slots past the reach are not visited
-    t_bar = (t_bar / nnei).contiguous()
+    t_bar = t_bar.contiguous()
     _pair_grad_kernel[(n,)](*tensors, t_bar, grad, nnei, d.davg.numel(), **meta)
     return grad
 

@@ -69,11 +69,14 @@ if embedding.triton is not None:
         return s, rx, ry, rz, x, y, z, inv, w, dw, st
 
     @triton.jit
-    def _t_bar_rows(tbar_ptr, centre, col, col_ok, M: tl.constexpr):
-        """The 4 rows of dE/dT (4, M) of one centre, over the register columns col."""
+    def _t_bar_rows(tbar_ptr, centre, nnei, col, col_ok, M: tl.constexpr):
+        """The 4 rows of dE/dT (4, M) of one centre divided by nnei (T's own factor, as `atom_tiles._tile_t_bar`
+        does for its tiles), over the register columns col."""
         tb = tbar_ptr + centre * 4 * M + col
-        return (tl.load(tb, mask=col_ok, other=0.0), tl.load(tb + M, mask=col_ok, other=0.0),
-                tl.load(tb + 2 * M, mask=col_ok, other=0.0), tl.load(tb + 3 * M, mask=col_ok, other=0.0))
+        scale = 1.0 / tl.cast(nnei, tbar_ptr.dtype.element_ty)  # in float64 for float64 kernels
+        return (tl.load(tb, mask=col_ok, other=0.0) * scale, tl.load(tb + M, mask=col_ok, other=0.0) * scale,
+                tl.load(tb + 2 * M, mask=col_ok, other=0.0) * scale,
+                tl.load(tb + 3 * M, mask=col_ok, other=0.0) * scale)
 
     @triton.jit
     def _env_row_grad(g, dg, s, rx, ry, rz, tb0, tb1, tb2, tb3):
