@@ -157,10 +157,12 @@ class Evaluator:
     def evaluate_neighbors(self, flat: FlatNeighbors, atomic: bool = False,
                            pair_stage: PairStage | None = None) -> dict[str, Tensor]:
         """The outputs of `evaluate` from prebuilt neighbour data; pair_stage: a variant of this evaluator's (the
-        sync-free one that a CUDA graph captures)."""
+        sync-free one that a CUDA graph captures). The fused stages get each chunk's centres by type from `flat`,
+        which keeps them: evaluating the same data again (or an MD run's, which shares them) syncs for them no more
+        (run 180: ntypes syncs a call left the GPU idle for ~0.5 ms of a 13.8 ms water call)."""
         with torch.no_grad(), self.gemm_precision():
             return evaluate_flat(self.model, flat, self.chunk_atoms, pair_stage or self.pair_stage, atomic,
-                                 self.scatter, self.pairs)
+                                 self.scatter, self.pairs, by_type=self.fused and pair_stage is None)
 
     @contextlib.contextmanager
     def gemm_precision(self) -> Iterator[None]:

@@ -14,14 +14,16 @@ A pair stage computes a chunk's atomic energies and g = dE/dr_ij (n, nnei, 3):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
 from deeppot.model import EnergyModel, analytic
+from deeppot.model.fitting import rows_of_each_type
 
-PairStage = Callable[[EnergyModel, Tensor, Tensor, Tensor, Tensor], tuple[Tensor, Tensor]]
+# (model, rij, nlist_loc, center_type, neighbor_type[, type_rows=...]) -> (atomic energies, dE/dr_ij)
+PairStage = Callable[..., tuple[Tensor, Tensor]]
 # (force, virial, g, rij, nlist_loc, start): adds a chunk's forces and per-centre virials (no per-atom virial)
 Scatter = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, int], None]
 # (flat, start, stop, rcut, dtype) -> r_ij (float64 or dtype), neighbour owner and type of a chunk's centres
@@ -35,6 +37,9 @@ class FlatNeighbors:
     ext_coord (nf * nall, 3); ext_atype (nf * nall,); nlist (ncentre, nnei) int64 indices into ext_coord, -1 padded;
     owner (nf * nall,) int64: the centre each extended atom is an image of; center_type (ncentre,) int64.
     Centre c is local atom c % nloc of frame c // nloc, and extended atom (c // nloc) * nall + c % nloc.
+    type_rows: the centres of each type per chunk (`rows_by_type`), made on first use and kept, so that evaluating
+    this data again needs no host sync for them; flats whose centres have the same types may share it (an MD run's
+    neighbour data, rebuilt every step for the same atoms).
     """
 
     ext_coord: Tensor
@@ -44,22 +49,35 @@ class FlatNeighbors:
     center_type: Tensor
     nf: int
     nloc: int
+    type_rows: dict[tuple[int, int, int], list[Tensor]] = field(default_factory=dict)
 
     @classmethod
-    def from_frames(cls, ext_coord: Tensor, ext_atype: Tensor, nlist: Tensor, mapping: Tensor) -> FlatNeighbors:
+    def from_frames(cls, ext_coord: Tensor, ext_atype: Tensor, nlist: Tensor, mapping: Tensor,
+                    type_rows: dict | None = None) -> FlatNeighbors:
         """From DeePMD-layout neighbour data: ext_coord (nf, nall, 3), ext_atype (nf, nall), nlist (nf, nloc, nnei),
-        mapping (nf, nall)."""
+        mapping (nf, nall); type_rows: another flat's, of centres of the same types."""
         nf, nall = ext_atype.shape
         nloc = nlist.shape[1]
         frame = torch.arange(nf, device=nlist.device)
         flat_nlist = torch.where(nlist >= 0, nlist + (frame * nall)[:, None, None], -1)
         owner = mapping + (frame * nloc)[:, None]
         return cls(ext_coord.reshape(nf * nall, 3), ext_atype.reshape(-1), flat_nlist.reshape(nf * nloc, -1),
-                   owner.reshape(-1), ext_atype[:, :nloc].clamp(min=0).reshape(-1), nf, nloc)
+                   owner.reshape(-1), ext_atype[:, :nloc].clamp(min=0).reshape(-1), nf, nloc,
+                   {} if type_rows is None else type_rows)
 
     @property
     def ncentre(self) -> int:
         return self.nlist.shape[0]
+
+    def rows_by_type(self, start: int, stop: int, ntypes: int) -> list[Tensor]:
+        """Per type 0..ntypes-1, the indices among centres start..stop-1 of its centres (made once: a host sync)."""
+        key = (start, stop, ntypes)
+        if key not in self.type_rows:
+            if self.center_type.is_cuda and torch.cuda.is_current_stream_capturing():
+                raise RuntimeError("the centres of each type must be found before a CUDA-graph capture (a host "
+                                   "sync): evaluate this neighbour data, or one that shares its type_rows, first")
+            self.type_rows[key] = rows_of_each_type(self.center_type[start:stop], ntypes)
+        return self.type_rows[key]
 
     def self_index(self, start: int, stop: int) -> Tensor:
         """Extended index of centres start..stop-1."""
@@ -88,8 +106,9 @@ def reference_pair_data(flat: FlatNeighbors, start: int, stop: int, rcut: float,
 
 
 def reference_pair_stage(model: EnergyModel, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
-                         neighbor_type: Tensor) -> tuple[Tensor, Tensor]:
-    """Atomic energies (n,) float64 and g = dE/dr_ij (n, nnei, 3) of one chunk through the model's PyTorch path."""
+                         neighbor_type: Tensor, type_rows: list[Tensor] | None = None) -> tuple[Tensor, Tensor]:
+    """Atomic energies (n,) float64 and g = dE/dr_ij (n, nnei, 3) of one chunk through the model's PyTorch path
+    (type_rows, the centres of each type, are not needed: the model's fitting selects each atom's net by mask)."""
     args = rij[None], nlist_loc[None], center_type[None], neighbor_type[None]
     if model.analytic_forces and analytic.supports(model):
         with torch.no_grad():
@@ -105,8 +124,8 @@ def reference_pair_stage(model: EnergyModel, rij: Tensor, nlist_loc: Tensor, cen
 
 
 def evaluate_flat(model: EnergyModel, flat: FlatNeighbors, chunk_atoms: int, pair_stage: PairStage,
-                  atomic: bool = False, scatter: Scatter | None = None, pairs: Pairs = reference_pair_data
-                  ) -> dict[str, Tensor]:
+                  atomic: bool = False, scatter: Scatter | None = None, pairs: Pairs = reference_pair_data,
+                  by_type: bool = False) -> dict[str, Tensor]:
     """Energy (nf,), atom_energy (nf, nloc), force (nf, nloc, 3), virial (nf, 9) [, atom_virial (nf, nloc, 9)],
     all float64, evaluating `chunk_atoms` centres at a time through `pair_stage`.
 
@@ -114,17 +133,21 @@ def evaluate_flat(model: EnergyModel, flat: FlatNeighbors, chunk_atoms: int, pai
     DeePMD's per-atom virial, which gives each pair's share to the neighbour atom (spec §6.3). `scatter` replaces
     `add_forces_and_virial` when not `atomic` (the fused kernel of `deeppot.kernels.scatter`); `pairs` gives each
     chunk's pair data (`reference_pair_data`, or the kernel of `deeppot.kernels.pairs`, whose r_ij in the model's
-    precision then also goes to the virial).
+    precision then also goes to the virial). by_type: the pair stage takes each chunk's centres of each type
+    (keyword `type_rows`, `FlatNeighbors.rows_by_type`), as the fused stages do to run each fitting net on its
+    own type's atoms.
     """
     n, device = flat.ncentre, flat.nlist.device
     atom_energy = torch.empty(n, dtype=torch.float64, device=device)
     force = torch.zeros(n, 3, dtype=torch.float64, device=device)
     virial = torch.zeros(n, 9, dtype=torch.float64, device=device)
+    by_type = by_type and model.descriptor.ntypes > 1
     for start in range(0, n, chunk_atoms):
         stop = min(start + chunk_atoms, n)
         rij, nlist_loc, neighbor_type = pairs(flat, start, stop, model.rcut, model.descriptor.dtype)
+        rows = {"type_rows": flat.rows_by_type(start, stop, model.descriptor.ntypes)} if by_type else {}
         energy, g = pair_stage(model, rij.to(model.descriptor.dtype), nlist_loc, flat.center_type[start:stop],
-                               neighbor_type)
+                               neighbor_type, **rows)
         atom_energy[start:stop] = energy
         if scatter is None or atomic:
             add_forces_and_virial(force, virial, g, rij, nlist_loc, start, atomic)

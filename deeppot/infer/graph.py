@@ -6,8 +6,11 @@ nall and the list's width until its next build), so the whole evaluation is capt
 replayed: one launch instead of a hundred. Each call copies the new neighbour data into the captured input
 buffers (device to device; the shapes must match) and replays; a call with other shapes captures again.
 
-What the graph needs of the pair stage: static shapes and no host synchronisation. The fused stage runs its
-fitting nets on every atom (no per-type index lists, which need a sync); the PyTorch stage is sync-free as it is.
+What the graph needs of the pair stage: static shapes and no host synchronisation. On many centres the fused stage
+runs each fitting net on its own type's atoms, by index lists that the neighbour data keeps (made before the capture;
+a replay copies the new data's lists in, and a composition of other type counts captures again); on few centres it
+runs every net on every atom (one chain of batched products: fewer kernels, no lists). The PyTorch stage is
+sync-free as it is.
 
 Each build of a skin list changes the number of extended atoms (ghosts come and go). For one frame the graph is
 captured with room for `GROWTH` times the extended atoms it first saw, and later data with fewer fills the first
@@ -31,6 +34,10 @@ log = logging.getLogger(__name__)
 _INPUTS = ("ext_coord", "ext_atype", "nlist", "owner", "center_type")
 _EXTENDED = ("ext_coord", "ext_atype", "owner")  # rows per extended atom
 GROWTH = 1.25  # room for extended atoms in a one-frame capture
+# From this many centres the fused stage's nets run on their own type's atoms in a graph (run 182, H200, water
+# float32, ms a replay, every net on every atom / by type: 192 atoms 0.366 / 0.414, 1,536 0.68 / 0.62, 12,288
+# 2.14 / 2.04, 98,304 15.2 / 13.0; float64 and compressed alike): between the two smallest sizes measured.
+BY_TYPE_MIN_CENTRES = 1024
 
 
 @dataclass
@@ -61,23 +68,35 @@ class GraphedEvaluation:
         self.captures = 0
 
     def __call__(self, flat: FlatNeighbors) -> dict[str, Tensor]:
-        if self.captured is None or not _fits(self.captured.inputs, flat):
+        if self.captured is None or not _fits(self.captured.inputs, flat) or not _rows_fit(self.captured.inputs, flat):
             self.captured = self._capture(flat)
         else:
             rows = flat.ext_coord.shape[0]
             for name in _INPUTS:
                 static = getattr(self.captured.inputs, name)
                 (static[:rows] if name in _EXTENDED else static).copy_(getattr(flat, name), non_blocking=True)
+            for key, lists in self.captured.inputs.type_rows.items():
+                for static, new in zip(lists, flat.type_rows[key], strict=True):
+                    static.copy_(new, non_blocking=True)
         self.captured.graph.replay()
         return self.captured.outputs
 
+    def by_type(self, flat: FlatNeighbors) -> bool:
+        """Whether the fitting nets run on their own type's atoms: a fused stage, several types, many centres."""
+        return self.evaluator.fused and self.evaluator.model.descriptor.ntypes > 1 and \
+            flat.ncentre >= BY_TYPE_MIN_CENTRES
+
     def run_eager(self, flat: FlatNeighbors) -> dict[str, Tensor]:
-        """The evaluation the graph replays, run eagerly (sync-free: it can be captured in a larger graph)."""
+        """The evaluation the graph replays, run eagerly (sync-free once flat has its centres by type: it can be
+        captured in a larger graph)."""
+        if self.by_type(flat):
+            return self.evaluator.evaluate_neighbors(flat, self.atomic)
         return self.evaluator.evaluate_neighbors(flat, self.atomic, self.pair_stage)
 
     def _capture(self, flat: FlatNeighbors) -> _Captured:
         self.captured = None  # free the old graph's memory first
         static = FlatNeighbors(**{f.name: getattr(flat, f.name) for f in fields(FlatNeighbors)})
+        static.type_rows = {}  # its own lists, made by the warm-up below; a replay copies flat's in
         for name in _INPUTS:
             setattr(static, name, getattr(flat, name).clone())
         if flat.nf == 1:  # room for more extended atoms: padding rows that no list entry points to
@@ -91,6 +110,7 @@ class GraphedEvaluation:
         with torch.cuda.stream(side):  # compiles the kernels and warms the allocator outside the capture
             self.run_eager(static)
         torch.cuda.current_stream().wait_stream(side)
+        _rows_fit(static, flat)  # flat's own lists too: an MD step that captures flat eagerly finds them made
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             outputs = self.run_eager(static)
@@ -106,6 +126,12 @@ def _fits(static: FlatNeighbors, flat: FlatNeighbors) -> bool:
     rows, room = flat.ext_coord.shape[0], static.ext_coord.shape[0]
     return (static.nf, static.nloc) == (flat.nf, flat.nloc) and (rows == room or (flat.nf == 1 and rows <= room)) \
         and all(getattr(static, name).shape == getattr(flat, name).shape for name in ("nlist", "center_type"))
+
+
+def _rows_fit(static: FlatNeighbors, flat: FlatNeighbors) -> bool:
+    """Whether flat's centres of each type (made now if new: a host sync) have the captured lists' lengths."""
+    return all([len(r) for r in flat.rows_by_type(*key)] == [len(r) for r in lists]
+               for key, lists in static.type_rows.items())
 
 
 __all__ = ["GraphedEvaluation"]

@@ -310,11 +310,13 @@ def compressed_pair_grad(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, rea
 
 
 def compressed_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor, neighbor_type: Tensor,
-                          precision: str = "tf32x3", sync_free: bool = False) -> tuple[Tensor, Tensor]:
+                          precision: str = "tf32x3", sync_free: bool = False,
+                          type_rows: list[Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """Atomic energies (n,) float64 and dE/dr_ij (n, nnei, 3) of a compressed model: the `deeppot.infer.evaluate`
-    pair stage (as `deeppot.kernels.descriptor.fused_pair_stage`; sync_free runs every fitting net on every atom)."""
+    pair stage (as `deeppot.kernels.descriptor.fused_pair_stage`: the fitting nets on each type's `type_rows`;
+    sync_free runs every fitting net on every atom)."""
     return two_kernel_stage(model, rij, center_type, neighbor_type, sync_free, compressed_descriptor_t,
-                            compressed_pair_grad, precision, _shared_rows)
+                            compressed_pair_grad, precision, _shared_rows, type_rows)
 
 
 def _shared_rows(d, rij: Tensor, center_type: Tensor, reach: Reach) -> dict:

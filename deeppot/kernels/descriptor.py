@@ -31,6 +31,7 @@ from deeppot.kernels import atom_tiles, descriptor_matrix, embedding, fitting_ge
 from deeppot.kernels.env_rows import net_args
 from deeppot.kernels.reach import Reach, add_tail, excluded_as_padding, find_reach, tile_tops
 from deeppot.model import analytic
+from deeppot.model.fitting import rows_of_each_type
 
 # Slots per chunk (the GEMM M dimension) and warps of each kernel, measured fastest on an H100 (water, 1e4-1e5 atoms;
 # benchmarks/results/README.md): 32 x 4 for the T kernel, 16 x 4 for the gradient kernel (its jets need registers).
@@ -182,22 +183,24 @@ def one_atom_pair_grad(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, preci
 
 
 def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor, neighbor_type: Tensor,
-                     precision: str = "tf32x3", sync_free: bool = False) -> tuple[Tensor, Tensor]:
+                     precision: str = "tf32x3", sync_free: bool = False, type_rows: list[Tensor] | None = None
+                     ) -> tuple[Tensor, Tensor]:
     """Atomic energies (n,) float64 and dE/dr_ij (n, nnei, 3): the `deeppot.infer.evaluate` pair stage.
 
-    The fitting nets run on their own type's atoms (ntypes host syncs a chunk, for the index lists), or with
-    `sync_free` every net on every atom (for CUDA graphs). precision of the float32 products (embedding nets and
-    fitting nets): "f16x3" or "tf32x3" (float32-level accuracy, `deeppot.kernels.precision`) or the
-    mixed-precision opt-in "tf32".
+    The fitting nets run on their own type's atoms, by the index lists `type_rows` (per type, its centres among
+    these; made here when not given: a host sync), or with `sync_free` every net on every atom (for CUDA graphs).
+    precision of the float32 products (embedding nets and fitting nets): "f16x3" or "tf32x3" (float32-level
+    accuracy, `deeppot.kernels.precision`) or the mixed-precision opt-in "tf32".
     """
     return two_kernel_stage(model, rij, center_type, neighbor_type, sync_free,
                             functools.partial(descriptor_t, precision=precision),
                             functools.partial(pair_grad_from_t_bar, precision=precision), precision,
-                            functools.partial(atom_tiles.shared_rows, precision=precision))
+                            functools.partial(atom_tiles.shared_rows, precision=precision), type_rows)
 
 
 def two_kernel_stage(model, rij: Tensor, center_type: Tensor, neighbor_type: Tensor, sync_free: bool,
-                     t_kernel, grad_kernel, precision: str = "tf32x3", shared=None) -> tuple[Tensor, Tensor]:
+                     t_kernel, grad_kernel, precision: str = "tf32x3", shared=None,
+                     type_rows: list[Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """A pair stage from its two kernels (T from the pairs; dE/dr_ij from dE/dT), shared by the uncompressed and
     compressed families: both skip the padding after each list's last neighbour (`deeppot.kernels.reach`, which
     also handles exclude_types), the fitting step between them (its float32 products at `precision`). `shared`:
@@ -207,16 +210,16 @@ def two_kernel_stage(model, rij: Tensor, center_type: Tensor, neighbor_type: Ten
     rij = excluded_as_padding(d, rij, center_type, neighbor_type)
     extra = shared(d, rij, center_type, reach) if shared is not None else {}
     t_mat = t_kernel(d, rij, center_type, reach=reach, **extra)
-    energy, t_bar = energy_and_t_bar(model, t_mat, center_type, sync_free, precision)
+    energy, t_bar = energy_and_t_bar(model, t_mat, center_type, sync_free, precision, type_rows)
     return energy, grad_kernel(d, rij, center_type, t_bar, reach=reach, **extra)
 
 
-def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool, precision: str = "tf32x3"
-                     ) -> tuple[Tensor, Tensor]:
+def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool, precision: str = "tf32x3",
+                     type_rows: list[Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """Between the two kernels of a fused stage: atomic energies (n,) float64 and dE/dT (n, 4, M1) from T, the
-    fitting nets on their own type's atoms (per-type index lists: a host sync) or, sync_free, on every atom.
-    D and dE/dT go through `deeppot.kernels.descriptor_matrix`, which reads and writes a type's rows by index; the
-    nets through `deeppot.kernels.fitting_gemm.value_and_input_grad`."""
+    fitting nets on their own type's atoms (by `type_rows`, or index lists made here: a host sync) or, sync_free,
+    on every atom. D and dE/dT go through `deeppot.kernels.descriptor_matrix`, which reads and writes a type's rows
+    by index; the nets through `deeppot.kernels.fitting_gemm.value_and_input_grad`."""
     d, fitting = model.descriptor, model.fitting
     fit = functools.partial(fitting_gemm.value_and_input_grad, precision=precision)
     if d.ntypes == 1 or sync_free:
@@ -227,8 +230,9 @@ def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool,
     energy = torch.empty(len(t_mat), dtype=torch.float64, device=t_mat.device)
     t_bar = torch.empty_like(t_mat)  # every atom has one of the types: each row is written below
     bias = fitting.bias_atom_e + fitting.out_bias
-    for t in range(d.ntypes):
-        idx = torch.nonzero(center_type == t).reshape(-1)
+    if type_rows is None:
+        type_rows = rows_of_each_type(center_type, d.ntypes)
+    for t, idx in enumerate(type_rows):
         desc = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype, idx)
         value, d_desc = fit(fitting.nets, desc, t)
         energy[idx] = value[:, 0].to(torch.float64) + bias[t]

@@ -56,10 +56,12 @@ def run_variant(model, integrator, graph: bool, step_graphs: bool, late: bool = 
 def test_graphed_md_equals_eager_md(integrator):
     """The evaluation replayed from one CUDA graph across the run's builds (extended atoms padded to the capture's
     room), and the whole step replayed from a graph captured after each build (thermostat noise included), give the
-    eager run's trajectory; also when segments overrun a rebuild and go back."""
+    eager run's trajectory (whose fitting nets run on their type's atoms, by lists kept across the run; the graphs
+    run every net on every atom); also when segments overrun a rebuild and go back."""
     model = make_model(sel=(24, 24), rcut=4.0, resnet_dt=False)
     eager, eager_pot, _ = run_variant(model, integrator, graph=False, step_graphs=False)
     assert eager_pot.rebuilds > 2
+    assert len(eager_pot.type_rows) == 1  # each type's atoms found once, for every step's neighbour data
     for graph, step_graphs, late in [(True, False, False), (True, True, False), (True, True, True)]:
         state, pot, stepper = run_variant(model, integrator, graph, step_graphs, late)
         for key in ("positions", "velocities", "energy", "cell"):
@@ -74,6 +76,21 @@ def test_graphed_md_equals_eager_md(integrator):
             assert stepper.captures == pot.nlist.generation
         else:
             assert pot.graphed.captures <= pot.nlist.generation
+
+
+def test_graphed_md_by_type_equals_eager_md(monkeypatch):
+    """The graphs with each fitting net on its own type's atoms (index lists made before the captures, kept across
+    the run's builds) give the eager run's trajectory."""
+    from deeppot.infer import graph as graph_module
+
+    monkeypatch.setattr(graph_module, "BY_TYPE_MIN_CENTRES", 0)
+    model = make_model(sel=(24, 24), rcut=4.0, resnet_dt=False)
+    eager, _, _ = run_variant(model, "bussi", graph=False, step_graphs=False)
+    for step_graphs in (False, True):
+        state, pot, _ = run_variant(model, "bussi", True, step_graphs)
+        assert pot.graphed.by_type(pot.flat)
+        for key in ("positions", "velocities", "energy", "cell"):
+            torch.testing.assert_close(getattr(state, key), getattr(eager, key), rtol=1e-10, atol=1e-9, msg=key)
 
 
 def test_deviation_after_graphed_steps_is_at_the_current_positions():

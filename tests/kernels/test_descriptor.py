@@ -6,7 +6,7 @@ import pytest
 import torch
 from helpers import make_model, random_system
 
-from deeppot.infer.evaluate import FlatNeighbors, reference_pair_stage
+from deeppot.infer.evaluate import FlatNeighbors, evaluate_flat, reference_pair_stage
 from deeppot.kernels.reach import add_tail, add_tail_reference, find_reach, padding_terms, suffix_table, tile_tops
 from deeppot.model import analytic
 from deeppot.nlist import build_neighbor_data
@@ -81,6 +81,21 @@ def test_fused_stage_equals_reference_stage(type_one_side, sync_free):
     torch.testing.assert_close(energy, energy_ref, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(grad, grad_ref, rtol=1e-10, atol=1e-12)
     assert grad_ref.abs().max() > 1e-5  # the comparison is not between zeros
+
+
+def test_fused_stage_in_the_evaluator_by_type():
+    """Chunks of 7 of 24 centres of three types, each chunk's centres of each type given (as `Evaluator` does):
+    float64 outputs equal the reference stage's."""
+    model = chunk_of(False, "float64", (4, 8, 16), (8, 8, 8), 3, seed=4)[0]
+    coord, atype, box = random_system(natoms=12, ntypes=3, nframes=2, seed=4)
+    nd = build_neighbor_data(coord.to(DEVICE), atype[None].expand(2, -1).to(DEVICE), box.to(DEVICE), model.rcut,
+                             model.sel)
+    flat = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
+    out = evaluate_flat(model, flat, 7, kernels.fused_pair_stage, by_type=True)
+    ref = evaluate_flat(model, flat, 7, reference_pair_stage)
+    assert len(flat.type_rows) == 4
+    for key in ("atom_energy", "force", "virial"):
+        torch.testing.assert_close(out[key], ref[key], rtol=1e-11, atol=1e-11)
 
 
 def test_unfusable_models_are_named():

@@ -1,0 +1,69 @@
+"""Each chunk's centres of each type, as the fused pair stages take them: made once per neighbour data and kept
+(`FlatNeighbors.rows_by_type`), so that evaluating the data again needs no host sync for them (CPU, float64)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from helpers import make_model, random_system
+
+from deeppot.infer.evaluate import FlatNeighbors, evaluate_flat, reference_pair_stage
+from deeppot.model.fitting import rows_of_each_type
+from deeppot.nlist import build_neighbor_data
+
+pytestmark = pytest.mark.filterwarnings("ignore::deeppot.nlist.NeighborOverflowWarning")
+
+
+def test_rows_of_each_type_are_the_atoms_of_each_type_in_order():
+    atype = torch.tensor([2, 0, 0, 2, 1, 0, 2, 2, 0])
+    rows = rows_of_each_type(atype, 4)  # type 3 has no atom
+    assert [r.tolist() for r in rows] == [[1, 2, 5, 8], [4], [0, 3, 6, 7], []]
+    for t, r in enumerate(rows):  # the lists that the per-type nonzero gave before
+        assert torch.equal(r, torch.nonzero(atype == t).reshape(-1))
+
+
+def flat_and_model(ntypes=3):
+    model = make_model(type_one_side=False, seed=4, ntypes=ntypes, sel=[12] * ntypes)
+    coord, atype, box = random_system(natoms=13, ntypes=ntypes, nframes=2, seed=4)
+    nd = build_neighbor_data(coord, atype[None].expand(2, -1), box, model.rcut, model.sel)
+    return model, nd
+
+
+def test_the_stage_gets_each_chunks_rows_made_once():
+    """Chunks of 5 of 26 centres: the stage sees, per chunk, the indices (within the chunk) of each type's
+    centres; a second evaluation gets the same lists (kept), and the outputs are the stage's alone."""
+    model, nd = flat_and_model()
+    flat = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
+    seen = []
+
+    def stage(model, rij, nlist_loc, center_type, neighbor_type, type_rows):
+        seen.append(type_rows)
+        for t, rows in enumerate(type_rows):
+            assert torch.equal(rows, torch.nonzero(center_type == t).reshape(-1))
+        assert sum(len(r) for r in type_rows) == len(center_type)
+        return reference_pair_stage(model, rij, nlist_loc, center_type, neighbor_type)
+
+    first = evaluate_flat(model, flat, 5, stage, by_type=True)
+    assert len(seen) == 6 and len(flat.type_rows) == 6
+    evaluate_flat(model, flat, 5, stage, by_type=True)
+    assert all(a is b for a, b in zip(seen[:6], seen[6:], strict=True))
+    ref = evaluate_flat(model, flat, 5, reference_pair_stage)
+    for key in ("energy", "force", "virial"):
+        torch.testing.assert_close(first[key], ref[key], rtol=0, atol=0)
+
+
+def test_flats_of_the_same_atoms_share_their_rows():
+    """An MD run's neighbour data is new every step; given the first flat's dict, the next reuses its lists."""
+    _, nd = flat_and_model()
+    flat = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
+    rows = flat.rows_by_type(0, flat.ncentre, 3)
+    again = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, flat.type_rows)
+    assert again.rows_by_type(0, flat.ncentre, 3) is rows
+    assert FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping).type_rows == {}
+
+
+def test_one_type_models_take_no_rows():
+    model, nd = flat_and_model(ntypes=1)
+    flat = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
+    evaluate_flat(model, flat, 5, reference_pair_stage, by_type=True)
+    assert flat.type_rows == {}
