@@ -172,6 +172,8 @@ def test_evaluating_prebuilt_data_again_needs_no_host_sync(precision):
     torch.cuda.set_sync_debug_mode("error")
     try:
         again = dp.evaluator.evaluate_neighbors(flat)
+        with pytest.raises(RuntimeError, match="synchroniz"):  # the stage finding the types itself: the mode sees it
+            dp.evaluator.evaluate_neighbors(flat, pair_stage=dp.evaluator.pair_stage)
     finally:
         torch.cuda.set_sync_debug_mode("default")
     for key, value in first.items():  # the scatter's atomic adds may sum in another order
