@@ -116,8 +116,9 @@ def fitting_bounds(nets, d_max: float) -> dict[str, float]:
 
 
 # Weights' float16 parts: by (id of the tensor they view, view, layout), with a weak reference to that tensor that
-# drops the entry when it goes, and its version (in-place updates); a plain dict: a lookup costs ~1 us against ~8 us
-# for torch's weak-keyed one, and a fitting net looks up its parts a dozen times a call
+# drops the entry when it goes, its version (in-place updates; FlatAdam bumps it for its kernel's) and its data
+# pointer (`p.data = ...` keeps the version); a plain dict: a lookup costs ~1 us against ~8 us for torch's weak-keyed
+# one, and a fitting net looks up its parts a dozen times a call
 _PARTS: dict = {}
 
 
@@ -135,7 +136,8 @@ def weight_parts(w: Tensor, transposed: bool = False) -> tuple[Tensor, Tensor]:
     graph), where the warm-up run before the capture has made them already."""
     base = w if w._base is None else w._base
     key = (id(base), w.storage_offset(), tuple(w.shape), tuple(w.stride()), transposed)
-    now = 0 if base.is_inference() else base._version  # inference tensors keep no version (nor change outside it)
+    # inference tensors keep no version (nor change outside inference mode)
+    now = (0 if base.is_inference() else base._version, w.data_ptr())
     kept = _PARTS.get(key)
     if kept is not None and kept[0]() is base and kept[1] == now:
         return kept[2]

@@ -168,6 +168,14 @@ class FlatAdam(FusedAdam):
             adam_update(flat.param, flat.gather_grads() if grad is None else grad, flat.exp_avg, flat.exp_avg_sq,
                         flat.owner, flat.steps, live, lr, self._hyper, group["decoupled_weight_decay"], self._decay)
 
+    def mark_updated(self) -> None:
+        """Bump the parameters' version counters. The kernel writes them through the flat buffer, which torch does
+        not count as an in-place change of the parameters (and a CUDA graph's replays run no Python at all), so
+        caches kept by version (the inference kernels' weight parts, `deeppot.kernels.precision.weight_parts`)
+        would keep their old values: `Trainer.run` calls this after its last step. Not after each step: run 186's
+        GPU tests saw a training-step capture fail with it there."""
+        torch.autograd.graph.increment_version(self.param_groups[0]["params"])
+
     @contextlib.contextmanager
     def captured_steps(self) -> Iterator[None]:
         """Within: a step captured in a CUDA graph reads the gradients in place; on leaving, the tables of their

@@ -404,6 +404,8 @@ class Trainer:
                 progress.update(display_step, clock)
         progress.close()
         clock.report()
+        if hasattr(self.optimizer, "mark_updated"):  # FlatAdam wrote the weights behind torch (its docstring)
+            self.optimizer.mark_updated()
         if main:
             log.info("Trained model has been saved to: %s", self.ckpt.dir / f"{self.ckpt.name}.pt")
 

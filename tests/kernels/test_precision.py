@@ -101,6 +101,27 @@ def test_weight_parts_rebuild_the_weights_and_are_made_once_per_version():
     assert hi_new is not hi and torch.equal(hi_new, (2 * hi.float()).half())
 
 
+def test_weight_parts_see_weights_changed_behind_their_version():
+    """`p.data = other` keeps p's version (the data pointer tells); FlatAdam's kernel writes the parameters through
+    its flat buffer, behind their versions, until `mark_updated` (which the trainer calls after its last step)."""
+    from deeppot.train.adam import FlatAdam
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # FlatAdam's kernel: the GPU, or the interpreter
+    weights = torch.nn.Parameter(torch.randn(1, 8, 8, dtype=torch.float32, device=device))
+    hi, _ = precision.weight_parts(weights)
+    with torch.no_grad():
+        weights.data = torch.randn(1, 8, 8, device=device) * 4
+    assert torch.equal(precision.weight_parts(weights)[0], weights.detach().half())
+    opt = FlatAdam([weights], lr=0.1)  # the weights become a view of its flat buffer
+    hi = precision.weight_parts(weights)[0]
+    (weights**2).sum().backward()
+    opt.step()
+    assert not torch.equal(hi, weights.detach().half())  # the step moved the weights, behind their version:
+    assert precision.weight_parts(weights)[0] is hi  # the parts kept are stale
+    opt.mark_updated()  # what `Trainer.run` calls after its last step
+    assert torch.equal(precision.weight_parts(weights)[0], weights.detach().half())
+
+
 def test_weight_parts_go_with_their_weights():
     weights = torch.nn.Parameter(torch.randn(1, 8, 8))
     precision.weight_parts(weights)

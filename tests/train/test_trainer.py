@@ -166,6 +166,23 @@ def test_nan_loss_stops_and_keeps_last_checkpoint(tmp_path, systems, monkeypatch
     assert sorted(p.name for p in tmp_path.glob("model.ckpt-*.pt")) == ["model.ckpt-3.pt"]
 
 
+def test_an_optimizer_that_writes_behind_torch_is_told_after_the_run(tmp_path, systems):
+    """FlatAdam (a GPU's optimizer) writes the weights through a flat buffer, behind their version counters, which
+    the inference kernels' caches read: the run calls its `mark_updated` once, after the last step."""
+    trainer = Trainer(normalize_input(tiny_input(*systems, steps=3)),
+                      RunOptions(workdir=tmp_path, device=torch.device("cpu")))
+    events, real_step = [], trainer.step
+    trainer.optimizer.mark_updated = lambda: events.append("marked")
+
+    def step(n):
+        events.append(n)
+        return real_step(n)
+
+    trainer.step = step
+    trainer.run()
+    assert events == [0, 1, 2, "marked"]
+
+
 def test_saving_reads_the_loss_before_validation(tmp_path, systems, monkeypatch):
     """A step replayed from a CUDA graph returns metrics that the next replay of any graph may overwrite (the graphs
     share a memory pool), validation's included: a save after a display must not read them again. Here validation
