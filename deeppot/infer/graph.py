@@ -26,6 +26,7 @@ from dataclasses import dataclass, fields
 import torch
 from torch import Tensor
 
+from deeppot.cuda_graph import capture
 from deeppot.infer.deep_pot import Evaluator
 from deeppot.infer.evaluate import FlatNeighbors
 
@@ -112,7 +113,7 @@ class GraphedEvaluation:
         torch.cuda.current_stream().wait_stream(side)
         _rows_fit(static, flat)  # flat's own lists too: an MD step that captures flat eagerly finds them made
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        with capture(graph):
             outputs = self.run_eager(static)
         self.captures += 1
         log.debug("captured the evaluation of %d centres (%d extended atoms)", static.ncentre,

@@ -19,6 +19,8 @@ from dataclasses import dataclass, replace
 import torch
 from torch import Tensor
 
+from deeppot.cuda_graph import capture
+
 log = logging.getLogger(__name__)
 
 # A step is run with a fresh neighbour list when the step before it used this fraction of the skin (planned: the
@@ -104,7 +106,7 @@ class StepGraph:
         self.graph = torch.cuda.CUDAGraph()
         self.graph.register_generator_state(state.generator)
         live, track = replace(state, **self.buffers), replace(self.track, kept=dict(self.track.kept))
-        with torch.cuda.graph(self.graph):
+        with capture(self.graph):
             optimistic_step(potential, live, integrator, track)
             for name, buffer in self.buffers.items():
                 buffer.copy_(getattr(live, name))
@@ -157,7 +159,7 @@ class ComputeGraph:
                 self._packed()
             torch.cuda.current_stream(positions.device).wait_stream(side)
             self.graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self.graph):
+            with capture(self.graph):
                 self.output = self._packed()
         finally:
             potential.capturing = False

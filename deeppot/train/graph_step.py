@@ -21,6 +21,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from deeppot.cuda_graph import capture
+
 log = logging.getLogger(__name__)
 
 WARMUP_ITERS = 3  # eager iterations on a side stream before capture (lets autograd and cuBLAS set themselves up)
@@ -97,7 +99,7 @@ class _Replayer:
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         self._before_run()
-        with torch.cuda.graph(graph, pool=self.pool):
+        with capture(graph, pool=self.pool):
             metrics = self._body(store_id, index)
         log.info("captured %s for store %d, batch of %d frame(s)", type(self).__name__, store_id, len(frames))
         captured = _Captured(graph, index, metrics)

@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from deeppot.cuda_graph import capture
 from deeppot.train.graph_step import batch_shapes
 
 log = logging.getLogger(__name__)
@@ -101,7 +102,7 @@ def time_pass(run: Callable[[], object], graphed: bool, repeats: int = REPEATS,
     torch.cuda.current_stream().wait_stream(side)
     if graphed:
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        with capture(graph):
             run()
         run = graph.replay
     times: list[float] = []
