@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from deeppot.model import EnergyModel, analytic
-from deeppot.model.fitting import rows_of_each_type
+from deeppot.model.energy_model import type_groups
 
 # (model, rij, nlist_loc, center_type, neighbor_type[, type_rows=...]) -> (atomic energies, dE/dr_ij)
 PairStage = Callable[..., tuple[Tensor, Tensor]]
@@ -76,7 +76,7 @@ class FlatNeighbors:
             if self.center_type.is_cuda and torch.cuda.is_current_stream_capturing():
                 raise RuntimeError("the centres of each type must be found before a CUDA-graph capture (a host "
                                    "sync): evaluate this neighbour data, or one that shares its type_rows, first")
-            self.type_rows[key] = rows_of_each_type(self.center_type[start:stop], ntypes)
+            self.type_rows[key] = type_groups(self.center_type[start:stop], ntypes)
         return self.type_rows[key]
 
     def self_index(self, start: int, stop: int) -> Tensor:

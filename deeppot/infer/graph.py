@@ -111,7 +111,8 @@ class GraphedEvaluation:
         with torch.cuda.stream(side):  # compiles the kernels and warms the allocator outside the capture
             self.run_eager(static)
         torch.cuda.current_stream().wait_stream(side)
-        _rows_fit(static, flat)  # flat's own lists too: an MD step that captures flat eagerly finds them made
+        for key in static.type_rows:  # flat's own lists too: an MD step that captures flat eagerly finds them made
+            flat.rows_by_type(*key)
         graph = torch.cuda.CUDAGraph()
         with capture(graph):
             outputs = self.run_eager(static)

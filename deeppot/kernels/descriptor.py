@@ -31,7 +31,7 @@ from deeppot.kernels import atom_tiles, descriptor_matrix, embedding, fitting_ge
 from deeppot.kernels.env_rows import net_args
 from deeppot.kernels.reach import Reach, add_tail, excluded_as_padding, find_reach, tile_tops
 from deeppot.model import analytic
-from deeppot.model.fitting import rows_of_each_type
+from deeppot.model.energy_model import type_groups
 
 # Slots per chunk (the GEMM M dimension) and warps of each kernel, measured fastest on an H100 (water, 1e4-1e5 atoms;
 # benchmarks/results/README.md): 32 x 4 for the T kernel, 16 x 4 for the gradient kernel (its jets need registers).
@@ -231,7 +231,7 @@ def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool,
     t_bar = torch.empty_like(t_mat)  # every atom has one of the types: each row is written below
     bias = fitting.bias_atom_e + fitting.out_bias
     if type_rows is None:
-        type_rows = rows_of_each_type(center_type, d.ntypes)
+        type_rows = type_groups(center_type, d.ntypes)
     for t, idx in enumerate(type_rows):
         desc = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype, idx)
         value, d_desc = fit(fitting.nets, desc, t)

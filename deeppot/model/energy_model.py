@@ -256,8 +256,12 @@ class PairData:
 
 
 def type_groups(atype: Tensor, ntypes: int) -> list[Tensor]:
-    """Per type, the indices of its atoms in one frame's atype (nloc,). Call where atype is known on the host."""
-    return [torch.nonzero(atype == t).reshape(-1) for t in range(ntypes)]
+    """Per type 0..ntypes-1, the indices of its atoms in atype (n,), ascending (negative types in none). One host
+    sync to size the lists, whatever ntypes (one stable sort and one count, not a `nonzero` per type): call where
+    that is cheap, or keep the lists (the inference kernels' `FlatNeighbors.rows_by_type`)."""
+    counts = torch.bincount(atype.clamp(min=-1) + 1, minlength=ntypes + 1)[:ntypes + 1].tolist()
+    order = torch.argsort(atype, stable=True)
+    return list(torch.split(order[counts[0]:counts[0] + sum(counts[1:])], counts[1:]))
 
 
 def _as_batch(coord: Tensor, atype: Tensor, box: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:

@@ -39,13 +39,6 @@ def own_type_rows(per_type: Tensor, atype: Tensor) -> Tensor:
     return per_type.reshape(-1, per_type.shape[-1]).index_select(0, pick)
 
 
-def rows_of_each_type(atype: Tensor, ntypes: int) -> list[Tensor]:
-    """The indices of the atoms of each type 0..ntypes-1 in ascending order, from atype (n,) >= 0: one host sync
-    to size the lists, whatever ntypes (one sort, one count)."""
-    counts = torch.bincount(atype, minlength=ntypes)[:ntypes].tolist()
-    return list(torch.split(torch.argsort(atype, stable=True)[:sum(counts)], counts))
-
-
 class EnergyFitting(nn.Module):
     """Per-type fitting nets plus the per-type energy shift.
 

@@ -172,8 +172,8 @@ class FlatAdam(FusedAdam):
         """Bump the parameters' version counters. The kernel writes them through the flat buffer, which torch does
         not count as an in-place change of the parameters (and a CUDA graph's replays run no Python at all), so
         caches kept by version (the inference kernels' weight parts, `deeppot.kernels.precision.weight_parts`)
-        would keep their old values: `Trainer.run` calls this after its last step. Not after each step: run 186's
-        GPU tests saw a training-step capture fail with it there."""
+        would keep their old values: `Trainer.run` calls this once, after its last step (replayed steps run no
+        Python in which to call it)."""
         torch.autograd.graph.increment_version(self.param_groups[0]["params"])
 
     @contextlib.contextmanager

@@ -8,18 +8,20 @@ import torch
 from helpers import make_model, random_system
 
 from deeppot.infer.evaluate import FlatNeighbors, evaluate_flat, reference_pair_stage
-from deeppot.model.fitting import rows_of_each_type
+from deeppot.model.energy_model import type_groups
 from deeppot.nlist import build_neighbor_data
 
 pytestmark = pytest.mark.filterwarnings("ignore::deeppot.nlist.NeighborOverflowWarning")
 
 
-def test_rows_of_each_type_are_the_atoms_of_each_type_in_order():
+def test_type_groups_are_the_atoms_of_each_type_in_order():
     atype = torch.tensor([2, 0, 0, 2, 1, 0, 2, 2, 0])
-    rows = rows_of_each_type(atype, 4)  # type 3 has no atom
+    rows = type_groups(atype, 4)  # type 3 has no atom
     assert [r.tolist() for r in rows] == [[1, 2, 5, 8], [4], [0, 3, 6, 7], []]
     for t, r in enumerate(rows):  # the lists that the per-type nonzero gave before
         assert torch.equal(r, torch.nonzero(atype == t).reshape(-1))
+    virtual = torch.tensor([1, -1, 0, 3, 1, -1])  # negative types and types past ntypes are in no list
+    assert [r.tolist() for r in type_groups(virtual, 2)] == [[2], [0, 4]]
 
 
 def flat_and_model(ntypes=3):
