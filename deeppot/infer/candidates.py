@@ -3,7 +3,8 @@
 `select_from_candidates` is DeePMD's rule (the nearest sum(sel) within rcut, per-type blocks in ascending distance,
 spec §3.2); `select_in_candidate_order` keeps every candidate within rcut in candidate order, without the sort (what
 MD uses: the energy is a sum over a block's slots); `unsorted_selection` picks it or its one-kernel twin
-(`deeppot.kernels.selection`) by device. `split_by_type` is the sort-free type split both share.
+(`deeppot.kernels.selection`) by device. Both split by type with `deeppot.nlist.selection.split_by_type`, the
+sort-free split of every builder.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from deeppot.nlist.selection import distance, warn_overflow
+from deeppot.nlist.selection import distance, split_by_type, warn_overflow
 
-__all__ = ["select_from_candidates", "select_in_candidate_order", "split_by_type", "unsorted_selection"]
+__all__ = ["select_from_candidates", "select_in_candidate_order", "unsorted_selection"]
 
 
 def select_from_candidates(
@@ -101,28 +102,3 @@ def select_in_candidate_order(ext_coord: Tensor, ext_atype: Tensor, candidates: 
         within = (cand_type >= 0) & (rr <= rcut)
         within &= (ext_atype[:, :nloc] >= 0)[..., None]  # virtual centres get an empty row
         return split_by_type(j, torch.where(within, cand_type, -1), sel, overflow=True)
-
-
-def split_by_type(idx: Tensor, itype: Tensor, sel: Sequence[int], overflow: bool = False):
-    """Distance-sorted neighbours -> per-type blocks, as `deeppot.nlist.selection.split_by_type` but sync-free (that
-    one copies its slot layout from the host, a sync on a GPU) and without a sort: each entry's rank inside its type
-    comes from a running count, and one scatter puts it in place.
-
-    idx, itype: (..., k) int64 neighbours in ascending distance and their types (-1: dropped).
-    Returns (..., sum(sel)) int64: slot s of block t holds the s-th type-t entry of idx, or -1; with `overflow`
-    also a 0-dim bool tensor: whether some row had more type-t entries than sel[t] for some t.
-    """
-    nnei, k = sum(sel), idx.shape[-1]
-    over = torch.zeros((), dtype=torch.bool, device=idx.device)
-    # Entries that get no slot go to columns of their own past nnei: the scatter then writes no place twice.
-    pos = (nnei + torch.arange(k, device=idx.device)).expand(idx.shape)
-    start = 0
-    for t, width in enumerate(sel):
-        is_t = itype == t
-        rank = torch.cumsum(is_t, dim=-1) - 1  # (..., k) rank of each type-t entry among type t
-        pos = torch.where(is_t & (rank < width), start + rank, pos)
-        if overflow:
-            over = over | (rank[..., -1:] >= width).any()  # rank of the row's last entry = count - 1
-        start += width
-    out = idx.new_full((*idx.shape[:-1], nnei + k), -1).scatter_(-1, pos, idx)
-    return (out[..., :nnei], over) if overflow else out[..., :nnei]

@@ -2,11 +2,13 @@
 
 `SkinNeighborList.build` runs the O(N) cell list once with radius rcut + skin: it wraps the atoms, adds every
 periodic image within rcut + skin of the cell (ghost = owner atom + integer lattice shift) and keeps, per local atom,
-a fixed-capacity row of candidates, per-type blocks of width `capacity[t]`. `update` then serves new positions of the
-same atoms without rebuilding: every extended atom is put back at `coord[owner] + shift @ box` (so ghosts follow
-their owners, and a new box of the same shape moves them with it), and the DeePMD list (the `sum(sel)` nearest
-within rcut, per-type blocks, spec §3.2) is re-selected from the candidates. `update` and `needs_rebuild` issue no
-host synchronisation and have static shapes, so an MD step can be captured in a CUDA graph with them.
+a row of candidates: every atom within rcut + skin, in ascending index order (`deeppot.nlist.cell_list.
+build_candidates`; rows as wide as the fullest, so no candidate is ever cut off). `update` then serves new
+positions of the same atoms without rebuilding: every extended atom is put back at `coord[owner] + shift @ box`
+(so ghosts follow their owners, and a new box of the same shape moves them with it), and the DeePMD list (the
+`sum(sel)` nearest within rcut, per-type blocks, spec §3.2) is re-selected from the candidates. `update` and
+`needs_rebuild` issue no host synchronisation and have static shapes, so an MD step can be captured in a CUDA graph
+with them.
 
 When is the candidate list still complete? Write x_i for the position of extended atom i at the build, x'_i now,
 M = B^-1 B' for the deformation of the box B -> B' (row vectors: x' ~ x M), and A_i = x'_i - x_i M for the motion of
@@ -26,7 +28,6 @@ between steps gets a displacement of about a box vector at each wrap, and so a r
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 import warnings
@@ -38,28 +39,13 @@ from torch import Tensor
 
 from deeppot.infer.candidates import select_from_candidates, unsorted_selection
 from deeppot.nlist import NeighborData
-from deeppot.nlist.cell_list import build_cell_list
+from deeppot.nlist.cell_list import build_candidates
 from deeppot.nlist.ghosts import as_box, frac_to_cart
 from deeppot.nlist.selection import NeighborOverflowWarning
 
-__all__ = ["SkinNeighborList", "SkinReference", "default_capacity", "spectral_norm_bound"]
+__all__ = ["SkinNeighborList", "SkinReference", "spectral_norm_bound"]
 
 log = logging.getLogger(__name__)
-
-# Factor by which a full candidate block grows before the build is repeated.
-_GROW = 1.5
-_MAX_GROWS = 8
-
-
-def default_capacity(sel: Sequence[int], rcut: float, skin: float) -> list[int]:
-    """Candidate block widths: sel[t] scaled by the volume ratio ((rcut + skin) / rcut)^3 (2.37 for rcut 6, skin 2).
-
-    `sel` already bounds the neighbours within rcut with a margin, so the scaled value bounds those within
-    rcut + skin at the same density; a block that still fills up grows at the build.
-    """
-    ratio = ((rcut + skin) / rcut) ** 3
-    return [math.ceil(s * ratio) for s in sel]
-
 
 @dataclass
 class SkinReference:
@@ -95,9 +81,6 @@ class SkinNeighborList:
         rcut: cutoff of the model's list.
         sel: maximal neighbours per type within rcut; nnei = sum(sel).
         skin: extra radius of the candidate list; updates stay exact while no atom moves more than skin / 2.
-        capacity: per-type block widths of the cell list that finds the candidates (default `default_capacity`);
-            a block that fills up at a build grows by 1.5x and the build is repeated. The stored rows are trimmed
-            to the fullest one.
         sort: True gives DeePMD's list (the nearest sum(sel), each block in ascending distance); False gives every
             neighbour within rcut in candidate order (`select_in_candidate_order`): the same set while no type
             exceeds its sel, so the same energies to rounding, without a sort per step (for MD). An overflow is
@@ -111,16 +94,11 @@ class SkinNeighborList:
     captured `update` is captured again after a build (`generation` then counts the builds).
     """
 
-    def __init__(self, rcut: float, sel: Sequence[int], skin: float, capacity: Sequence[int] | None = None,
-                 sort: bool = True, static: bool = False):
+    def __init__(self, rcut: float, sel: Sequence[int], skin: float, sort: bool = True, static: bool = False):
         if not rcut > 0 or not skin >= 0 or len(sel) == 0 or min(sel) < 0:
             raise ValueError(f"expected rcut > 0, skin >= 0 and a non-empty sel of non-negative ints, got "
                              f"rcut={rcut}, skin={skin}, sel={sel}")
-        if capacity is not None and (len(capacity) != len(sel) or any(c < s for c, s in zip(capacity, sel,
-                                                                                          strict=True))):
-            raise ValueError(f"capacity {capacity} must give one width >= sel[t] per type (sel {sel})")
         self.rcut, self.skin, self.sel = float(rcut), float(skin), list(sel)
-        self.capacity = list(capacity) if capacity is not None else default_capacity(sel, rcut, skin)
         self.sort, self.static = sort, static
         self.builds = 0  # how many times `build` ran
         self.generation = 0  # how many times the reference tensors were allocated (each build unless static)
@@ -148,27 +126,13 @@ class SkinNeighborList:
         boxes = None if box is None else as_box(box, coord.shape[0], coord.dtype).detach()
         self._report_overflow()
         coord_ref = coord.detach()
-        ext_coord, ext_atype, mapping, cand = self._candidates(coord_ref, atype, boxes)
+        ext_coord, ext_atype, mapping, cand = build_candidates(coord_ref, atype, boxes, self.rcut + self.skin)
         ref = make_reference(coord_ref, boxes, ext_coord, ext_atype, mapping, cand, self.sel)
         if self.static:
             ref, fresh = into_buffers(self.ref, ref)
         self.ref, self.generation = ref, self.generation + (fresh if self.static else 1)
         self.builds += 1
         return self.update(coord, box, check_overflow=check_overflow)
-
-    def _candidates(self, coord: Tensor, atype: Tensor, box: Tensor | None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Cell list of radius rcut + skin with blocks of width `capacity`; widens a block that filled up and
-        builds again (a full block may have dropped a candidate). Returns ext_coord, ext_atype, mapping, cand."""
-        for _ in range(_MAX_GROWS):
-            out = build_cell_list(coord, atype, box, self.rcut + self.skin, self.capacity, check_overflow=False)
-            full = full_blocks(out[3], self.capacity)
-            if not any(full):
-                return out
-            grown = [math.ceil(c * _GROW) if f else c for c, f in zip(self.capacity, full, strict=True)]
-            log.warning("skin neighbour list: candidate blocks %s full at radius %g; capacity %s -> %s",
-                        [t for t, f in enumerate(full) if f], self.rcut + self.skin, self.capacity, grown)
-            self.capacity = grown
-        raise RuntimeError(f"candidate capacity still too small after {_MAX_GROWS} increases: {self.capacity}")
 
     def update(self, coord: Tensor, box: Tensor | None = None, check_overflow: bool = False) -> NeighborData:
         """The DeePMD list at new positions of the built atoms, from the candidates (no host sync by default).
@@ -266,20 +230,13 @@ def spectral_norm_bound(mat: Tensor) -> Tensor:
     return torch.minimum(frobenius, (absolute.sum(-2).amax(-1) * absolute.sum(-1).amax(-1)).sqrt())
 
 
-def full_blocks(cand: Tensor, capacity: Sequence[int]) -> list[bool]:
-    """Per type, whether some row's candidate block is full (its last slot used), so that candidates may have been
-    dropped: cand (nf, nloc, sum(capacity)) -> list of ntypes bools (one host sync)."""
-    ends = itertools.accumulate(capacity)
-    return [width > 0 and bool((cand[..., end - 1] >= 0).any()) for end, width in zip(ends, capacity, strict=True)]
-
-
 def make_reference(coord: Tensor, box: Tensor | None, ext_coord: Tensor, ext_atype: Tensor, mapping: Tensor,
                    cand: Tensor, sel: Sequence[int]) -> SkinReference:
     """SkinReference from a cell-list build: the lattice shift of every extended atom from its owner's input
     position is read back from the positions, rounded to whole numbers (exact: the error is ~1e-12 of a cell).
 
     coord (nf, nloc, 3) and box (nf, 3, 3) | None as given to the build; ext_coord (nf, nall, 3), ext_atype and
-    mapping (nf, nall), cand (nf, nloc, ncand) from `build_cell_list`.
+    mapping (nf, nall), cand (nf, nloc, ncand) from `build_candidates`.
     """
     nf, nall = mapping.shape
     owner_index = mapping[..., None].expand(nf, nall, 3)
@@ -294,7 +251,6 @@ def make_reference(coord: Tensor, box: Tensor | None, ext_coord: Tensor, ext_aty
     padding = pad_coord = None
     if not bool(real.all()):  # frames with fewer ghosts than the largest were padded by the cell list
         padding, pad_coord = ~real[..., None], ext_coord.detach()
-    cand = compact_candidates(cand, nall)
     cand_type = torch.gather(ext_atype, 1, cand.clamp(min=0).reshape(nf, -1)).reshape(cand.shape)
     cand_type = cand_type.masked_fill(cand < 0, -1)
     return SkinReference(ext_atype, mapping, owner_index, shift, padding, pad_coord, cand, cand_type, coord, box,
@@ -334,15 +290,6 @@ def into_buffers(old: SkinReference | None, new: SkinReference) -> tuple[SkinRef
         if getattr(old, name) is not None:
             getattr(old, name).copy_(getattr(padded, name))
     return old, False
-
-
-def compact_candidates(cand: Tensor, nall: int) -> Tensor:
-    """Candidate rows (nf, nloc, ncand), -1 padded anywhere, -> ascending extended indices with the padding last,
-    trimmed to the fullest row (one host sync). The per-type blocks of the cell list are not needed any more: the
-    selection reads each candidate's type, and narrower rows make every update cheaper."""
-    key = torch.sort(torch.where(cand >= 0, cand, nall), dim=-1).values
-    width = max(1, int((cand >= 0).sum(-1).amax()))
-    return torch.where(key < nall, key, -1)[..., :width].contiguous()
 
 
 def extended_positions(ref: SkinReference, coord: Tensor, box: Tensor | None) -> Tensor:

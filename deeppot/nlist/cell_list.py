@@ -2,17 +2,19 @@
 
 Per frame: (a) wrap the atoms, (b) add only the ghosts that lie within rcut of the cell (in fractional coordinates,
 so skewed cells and cells smaller than rcut work), (c) bin local + ghost atoms into cubic bins of edge ~rcut/2 in
-their bounding box and sort them by bin, (d) for each local atom take the atoms of the bins within reach as a ragged
-list of candidate pairs (no padding to the fullest bin), keep the pairs within rcut, pack them into rows and select
-with `select_neighbors`, the reference's rule. Frames are processed one at a time (a few host syncs each, fine in a
-build step) and padded to a common nall with atoms of type -1.
+their bounding box and sort them by bin, (d) for each local atom measure the atoms of the bins within reach and
+keep those within rcut as a row (`pair_rows`: a ragged list of candidate pairs in PyTorch; on a GPU one Triton
+kernel, `deeppot.kernels.cell_pairs`, which never stores the pairs), then select with `select_neighbors`, the
+reference's rule (`build_cell_list`), or keep every row as it is, in ascending index order (`build_candidates`, the
+Verlet-skin list's candidates). Frames are processed one at a time (a few host syncs each, fine in a build step)
+and padded to a common nall with atoms of type -1.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -66,22 +68,10 @@ def build_cell_list(
         ext_coord (nf, nall, 3), ext_atype (nf, nall), mapping (nf, nall), nlist (nf, nloc, sum(sel)); nall is the
         largest per-frame count, shorter frames are padded with type -1, mapping 0 atoms placed beyond rcut.
     """
-    nf, nloc = atype.shape
-    if nloc == 0:
-        raise ValueError("build_cell_list needs at least one atom per frame")
-    if chunk_elems is None:
-        chunk_elems = 2**24 if coord.is_cuda else 2**21
-    if box is None:
-        frac, boxes = None, None
-    else:
-        # Wrapped for the whole batch with the reference's own calls, so both builders agree bitwise.
-        boxes = as_box(box, nf, coord.dtype)
-        frac = wrap_fractional(coord, boxes)
-        coord = wrap_coords(coord, boxes)
-    frames = [
-        _build_frame(coord[f], atype[f], None if box is None else (frac[f], boxes[f]), rcut, sel, chunk_elems)
-        for f in range(nf)
-    ]
+    nf = atype.shape[0]
+    coord, cells = _wrapped(coord, box)
+    chunk_elems = chunk_elems or _chunk_elems(coord)
+    frames = [_build_frame(coord[f], atype[f], cells[f], rcut, sel, chunk_elems) for f in range(nf)]
     ext_coord, ext_atype, mapping = _pad_frames([fr[:3] for fr in frames], rcut)
     nlist = torch.stack([fr[3] for fr in frames])
     count = torch.stack([fr[4] for fr in frames])
@@ -99,24 +89,81 @@ def _build_frame(
 ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """One frame: wrapped coord (nloc, 3), atype (nloc,), (frac (nloc, 3), box (3, 3)) | None ->
     ext_coord, ext_atype, mapping, nlist, count."""
-    ext_coord, ext_atype, mapping = extend_frame(coord, atype, cell, rcut)
-    pos = ext_coord.detach()
-    bins = bin_atoms(pos, rcut)
-    nloc = coord.shape[0]
-    seg_start, seg_len = _segments(bins, torch.arange(nloc, device=pos.device))
-    # Chunks of centres with about chunk_elems candidate pairs each (one host sync for the split points).
-    pairs = torch.cumsum(seg_len.sum(dim=1), 0).cpu()
-    ends = torch.searchsorted(pairs, torch.arange(1, int(pairs[-1]) // chunk_elems + 1) * chunk_elems).tolist()
-    bounds = sorted({0, nloc, *(min(max(e, 1), nloc) for e in ends)})
-    pos_sorted, type_sorted = pos[bins.order], ext_atype[bins.order]
-    parts = []
-    for a, b in itertools.pairwise(bounds):
-        count_pairs = int(pairs[b - 1] - (pairs[a - 1] if a > 0 else 0))
-        cand = _candidate_pairs(seg_start[a:b], seg_len[a:b], count_pairs)
-        parts.append(_select_chunk(pos, pos_sorted, type_sorted, bins.order, a, b - a, cand, rcut, sel))
+    ext_coord, ext_atype, mapping, chunks = _frame_rows(coord, atype, cell, rcut, chunk_elems)
+    parts = [_select_rows(ext_coord.detach(), ext_atype, a, rows, rcut, sel) for a, rows in chunks]
     nlist = torch.cat([p[0] for p in parts])
     count = torch.cat([p[1] for p in parts])
     return ext_coord, ext_atype, mapping, nlist, count
+
+
+def _frame_rows(coord: Tensor, atype: Tensor, cell: tuple[Tensor, Tensor] | None, rcut: float, chunk_elems: int
+                ) -> tuple[Tensor, Tensor, Tensor, Iterator[tuple[int, Tensor]]]:
+    """One frame's extended atoms and, chunk by chunk of centres (about chunk_elems candidate pairs each, so that
+    memory stays bounded), the (first centre, `pair_rows`) of its centres: ext_coord, ext_atype, mapping, chunks."""
+    nloc = coord.shape[0]
+    if nloc == 0:
+        raise ValueError("the cell list needs at least one atom per frame")
+    ext_coord, ext_atype, mapping = extend_frame(coord, atype, cell, rcut)
+    pos = ext_coord.detach()
+    bins = bin_atoms(pos, rcut)
+    seg_start, seg_len = _segments(bins, torch.arange(nloc, device=pos.device))
+    pairs = torch.cumsum(seg_len.sum(dim=1), 0).cpu()  # one host sync for the split points
+    ends = torch.searchsorted(pairs, torch.arange(1, int(pairs[-1]) // chunk_elems + 1) * chunk_elems).tolist()
+    bounds = sorted({0, nloc, *(min(max(e, 1), nloc) for e in ends)})
+    pos_sorted, type_sorted = pos[bins.order], ext_atype[bins.order]
+    rows_of = _pair_rows_on(pos.device)
+    chunks = ((a, rows_of(pos, pos_sorted, type_sorted, bins.order, seg_start[a:b], seg_len[a:b], a, rcut))
+              for a, b in itertools.pairwise(bounds))
+    return ext_coord, ext_atype, mapping, chunks
+
+
+def build_candidates(coord: Tensor, atype: Tensor, box: Tensor | None, radius: float,
+                     chunk_elems: int | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Extended atoms and every atom within `radius` of each local atom: the candidates of a Verlet-skin list
+    (`deeppot.infer.neighbors`), unselected and of no fixed width.
+
+    Arguments and the first three results as `build_cell_list`; then cand (nf, nloc, ncand) int64: each row's
+    extended indices in ascending order, -1 padded at the end, ncand the fullest row. Atoms of type < 0 are no
+    candidates (virtual centres keep theirs: the selection gives them no neighbours). On a GPU the rows may also
+    hold atoms a hair beyond radius (within `deeppot.kernels.cell_pairs.MARGIN` of it, relative: ~600 of the 21
+    million candidates of 98,304 water atoms at 8 Å, run 193), which no selection within rcut < radius notices.
+    """
+    coord, cells = _wrapped(coord, box)
+    chunk_elems = chunk_elems or _chunk_elems(coord)
+    frames, cands = [], []
+    for f in range(atype.shape[0]):
+        ext_coord, ext_atype, mapping, chunks = _frame_rows(coord[f], atype[f], cells[f], radius, chunk_elems)
+        frames.append((ext_coord, ext_atype, mapping))
+        cands.append(_padded_cat([_ascending(rows, ext_coord.shape[0]) for _, rows in chunks])[None])
+    return *_pad_frames(frames, radius), _padded_cat(cands)
+
+
+def _wrapped(coord: Tensor, box: Tensor | None) -> tuple[Tensor, list[tuple[Tensor, Tensor] | None]]:
+    """coord (nf, nloc, 3) wrapped into the cell and each frame's (fractional coordinates, box), or coord as it is
+    and None per frame (non-periodic). Wrapped for the whole batch with the reference's own calls, so that the
+    builders agree bitwise."""
+    if box is None:
+        return coord, [None] * coord.shape[0]
+    boxes = as_box(box, coord.shape[0], coord.dtype)
+    frac = wrap_fractional(coord, boxes)
+    return wrap_coords(coord, boxes), list(zip(frac.unbind(0), boxes.unbind(0), strict=True))
+
+
+def _chunk_elems(coord: Tensor) -> int:
+    """Candidate pairs handled at once by default (~100 bytes a pair on the PyTorch path)."""
+    return 2**24 if coord.is_cuda else 2**21
+
+
+def _ascending(rows: Tensor, nall: int) -> Tensor:
+    """Rows of extended indices, -1 padded anywhere, in ascending order with the padding last."""
+    key = torch.sort(torch.where(rows >= 0, rows, nall), dim=-1).values
+    return torch.where(key < nall, key, -1)
+
+
+def _padded_cat(parts: list[Tensor], dim: int = 0) -> Tensor:
+    """Concatenate along dim rows of different widths (the last axis), padding each to the widest with -1."""
+    width = max(p.shape[-1] for p in parts)
+    return torch.cat([torch.nn.functional.pad(p, (0, width - p.shape[-1]), value=-1) for p in parts], dim=dim)
 
 
 def ghost_images(frac: Tensor, box: Tensor, rcut: float) -> tuple[Tensor, Tensor]:
@@ -214,36 +261,50 @@ def _candidate_pairs(seg_start: Tensor, seg_len: Tensor, total: int) -> tuple[Te
     return seg // nseg, at
 
 
-def _select_chunk(
-    pos: Tensor,
-    pos_sorted: Tensor,
-    type_sorted: Tensor,
-    order: Tensor,
-    offset: int,
-    ncentre: int,
-    cand: tuple[Tensor, Tensor],
-    rcut: float,
-    sel: Sequence[int],
-) -> tuple[Tensor, Tensor]:
-    """Distances of the candidate pairs, keep those within rcut, pack them into rows and select.
+def _pair_rows_on(device: torch.device):
+    """`pair_rows`, or on a CUDA device with Triton its one-kernel twin (`deeppot.kernels.cell_pairs`: the same
+    neighbours in the same order, 79 million candidate pairs never stored for 98,304 water atoms at rcut 8)."""
+    if device.type == "cuda":
+        from deeppot.kernels import embedding
 
-    pos (nall, 3); pos_sorted, type_sorted, order (nall,) in bin order; centres offset..offset+ncentre-1;
-    cand = (row, at) from `_candidate_pairs`. Returns nlist (ncentre, nnei), count (ncentre, ntypes).
+        if embedding.triton is not None:
+            from deeppot.kernels.cell_pairs import pair_rows as kernel
+
+            return kernel
+    return pair_rows
+
+
+def pair_rows(pos: Tensor, pos_sorted: Tensor, type_sorted: Tensor, order: Tensor, seg_start: Tensor,
+              seg_len: Tensor, offset: int, rcut: float) -> Tensor:
+    """Each centre's neighbours within rcut among its candidates, in candidate order: (ncentre, kmax) extended
+    indices, -1 padded (kmax: the fullest row).
+
+    pos (nall, 3); pos_sorted, type_sorted, order (nall,) in bin order; centres offset..offset+ncentre-1 with their
+    candidate runs seg_start, seg_len (ncentre, nseg) from `_segments`. Self pairs and atoms of type < 0 are no
+    neighbours.
     """
-    row, at = cand
+    ncentre = seg_start.shape[0]
+    row, at = _candidate_pairs(seg_start, seg_len, int(seg_len.sum()))
     centre = row + offset
-    rr = distance(pos[centre], pos_sorted[at])
     j = order[at]
-    keep = ((rr <= rcut) & (j != centre) & (type_sorted[at] >= 0)).nonzero().squeeze(1)
-    row, rr, j = row[keep], rr[keep], j[keep]
-    # Pack the kept pairs (already grouped by row) into (ncentre, kmax) rows, padding with inf.
+    keep = ((distance(pos[centre], pos_sorted[at]) <= rcut) & (j != centre) & (type_sorted[at] >= 0)).nonzero()
+    row, j = row[keep[:, 0]], j[keep[:, 0]]
+    # Pack the kept pairs (already grouped by row) into rows.
     per_row = torch.bincount(row, minlength=ncentre)
     kmax = int(per_row.max()) if ncentre else 0
     col = torch.arange(row.shape[0], device=row.device) - (torch.cumsum(per_row, 0) - per_row)[row]
-    rr_rows = rr.new_full((ncentre, kmax), float("inf")).index_put_((row, col), rr)
-    j_rows = j.new_full((ncentre, kmax), -1).index_put_((row, col), j)
-    t_rows = j.new_full((ncentre, kmax), -1).index_put_((row, col), type_sorted[at[keep]])
-    return select_neighbors(rr_rows, j_rows, t_rows, rcut, sel)
+    return j.new_full((ncentre, kmax), -1).index_put_((row, col), j)
+
+
+def _select_rows(pos: Tensor, ext_atype: Tensor, offset: int, rows: Tensor, rcut: float, sel: Sequence[int]
+                 ) -> tuple[Tensor, Tensor]:
+    """The rows of `pair_rows` measured with `distance` (the one expression of every builder), cut at rcut exactly
+    and selected: nlist (ncentre, nnei), count (ncentre, ntypes)."""
+    j = rows.clamp(min=0)
+    rr = distance(pos[offset:offset + rows.shape[0], None, :], pos[j])
+    keep = (rows >= 0) & (rr <= rcut)
+    t_rows = ext_atype[j].masked_fill(~keep, -1)
+    return select_neighbors(rr.masked_fill(~keep, float("inf")), rows.masked_fill(~keep, -1), t_rows, rcut, sel)
 
 
 def _pad_frames(frames: list[tuple[Tensor, Tensor, Tensor]], rcut: float) -> tuple[Tensor, Tensor, Tensor]:

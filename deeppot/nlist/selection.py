@@ -73,33 +73,33 @@ def nearest(rr: Tensor, cand_idx: Tensor, k: int) -> tuple[Tensor, Tensor]:
     return values, torch.gather(cols, -1, order)
 
 
-def split_by_type(idx: Tensor, itype: Tensor, sel: Sequence[int]) -> Tensor:
-    """Distance-sorted neighbours -> per-type blocks (the type split of spec §3.2 step 3).
+def split_by_type(idx: Tensor, itype: Tensor, sel: Sequence[int], overflow: bool = False):
+    """Distance-sorted neighbours -> per-type blocks (the type split of spec §3.2 step 3), without a sort and without
+    host syncs: each entry's rank inside its type comes from a running count, and one scatter puts it in place.
 
     Args:
         idx: (..., k) int64 neighbour indices in ascending distance.
         itype: (..., k) int64 their types, -1 for dropped slots.
         sel: block widths.
+        overflow: also return whether some row had more type-t entries than sel[t] for some t (0-dim bool).
 
     Returns:
-        (..., sum(sel)) int64: slot s of block t holds the s-th type-t entry of `idx`, or -1.
+        (..., sum(sel)) int64: slot s of block t holds the s-th type-t entry of `idx`, or -1 [, the overflow flag].
     """
-    ntypes, nnei = len(sel), sum(sel)
-    device = idx.device
-    if idx.shape[-1] == 0:
-        return torch.full((*idx.shape[:-1], nnei), -1, dtype=torch.int64, device=device)
-    # Group entries by type; the stable sort keeps ascending distance inside each type.
-    key = torch.where(itype >= 0, itype, ntypes)
-    key, order = torch.sort(key, dim=-1, stable=True)
-    grouped = torch.gather(idx, -1, order)
-    n_of_type = (key[..., :, None] == torch.arange(ntypes, device=device)).sum(-2)  # (..., ntypes)
-    first_of_type = torch.cumsum(n_of_type, dim=-1) - n_of_type
-    # Static layout of the output slots: the type block of each slot and its rank inside the block.
-    slot_type = torch.tensor([t for t, width in enumerate(sel) for _ in range(width)], device=device)
-    slot_rank = torch.tensor([s for width in sel for s in range(width)], device=device)
-    filled = slot_rank < n_of_type[..., slot_type]
-    pos = (first_of_type[..., slot_type] + slot_rank).clamp(max=idx.shape[-1] - 1)
-    return torch.where(filled, torch.gather(grouped, -1, pos), -1)
+    nnei, k = sum(sel), idx.shape[-1]
+    over = torch.zeros((), dtype=torch.bool, device=idx.device)
+    # Entries that get no slot go to columns of their own past nnei: the scatter then writes no place twice.
+    pos = (nnei + torch.arange(k, device=idx.device)).expand(idx.shape)
+    start = 0
+    for t, width in enumerate(sel):
+        is_t = itype == t
+        rank = torch.cumsum(is_t, dim=-1) - 1  # (..., k) rank of each type-t entry among type t
+        pos = torch.where(is_t & (rank < width), start + rank, pos)
+        if overflow and k > 0:
+            over = over | (rank[..., -1:] >= width).any()  # rank of the row's last entry = count - 1
+        start += width
+    out = idx.new_full((*idx.shape[:-1], nnei + k), -1).scatter_(-1, pos, idx)
+    return (out[..., :nnei], over) if overflow else out[..., :nnei]
 
 
 def warn_overflow(count: Tensor, sel: Sequence[int], rcut: float, max_report: int = 5) -> None:

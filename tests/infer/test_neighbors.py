@@ -8,18 +8,16 @@ displacement vectors, per type block, and distances slot by slot (ties may swap 
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 import pytest
 import torch
 from helpers import EXAMPLE_DATA, make_model
 from torch.overrides import TorchFunctionMode
 
-from deeppot.infer.candidates import select_from_candidates, select_in_candidate_order, split_by_type
+from deeppot.infer.candidates import select_from_candidates, select_in_candidate_order
 from deeppot.infer.neighbors import SkinNeighborList, spectral_norm_bound
 from deeppot.nlist import NeighborData, NeighborOverflowWarning, build_neighbor_data, format_nlist
-from deeppot.nlist.selection import split_by_type as nlist_split_by_type
+from deeppot.nlist.selection import split_by_type
 from deeppot.nlist.testing import check_nlist_layout, sort_rows
 
 SKEWED = [[6.0, 0.0, 0.0], [4.0, 5.5, 0.0], [3.0, -4.0, 6.5]]  # face distances below rcut + skin
@@ -335,23 +333,43 @@ def test_static_buffers_give_the_same_list_and_survive_builds(name, sort):
     assert static.generation == 2
 
 
-@pytest.mark.parametrize(("k", "sel"), [(12, [3, 4, 2]), (5, [3, 4, 2]), (30, [1, 0, 6])])
-def test_split_by_type_equals_the_nlist_one(k, sel):
-    """The sort-free split against deeppot.nlist's, with dropped entries (-1) and types beyond their sel."""
+@pytest.mark.parametrize(("k", "sel"), [(12, [3, 4, 2]), (5, [3, 4, 2]), (30, [1, 0, 6]), (0, [2, 3])])
+def test_split_by_type_against_a_loop(k, sel):
+    """Slot s of block t holds the s-th type-t entry, by a plain loop over each row; dropped entries (-1) and types
+    beyond their sel (then the overflow flag is set)."""
     gen = torch.Generator().manual_seed(k)
     idx = torch.randint(0, 1000, (4, 7, k), generator=gen)
     itype = torch.randint(-1, len(sel), (4, 7, k), generator=gen)
-    torch.testing.assert_close(split_by_type(idx, itype, sel), nlist_split_by_type(idx, itype, sel), rtol=0, atol=0)
+    want = torch.full((4, 7, sum(sel)), -1, dtype=torch.int64)
+    over = False
+    for f, i in np.ndindex(4, 7):
+        for t, start in enumerate(np.cumsum([0, *sel[:-1]])):
+            entries = idx[f, i][itype[f, i] == t]
+            want[f, i, start:start + min(len(entries), sel[t])] = entries[:sel[t]]
+            over |= len(entries) > sel[t]
+    got, got_over = split_by_type(idx, itype, sel, overflow=True)
+    assert torch.equal(got, want) and torch.equal(split_by_type(idx, itype, sel), want)
+    assert bool(got_over) == over
+    assert over or k < 30  # the widest rows overflow
 
 
-def test_full_candidate_blocks_grow(caplog):
-    coord, atype, box, rcut, sel, skin = make_case("water")
-    nl = SkinNeighborList(rcut, sel, skin, capacity=[50, 100])  # ~70 O and ~140 H within rcut + skin
-    with caplog.at_level(logging.WARNING, logger="deeppot.infer.neighbors"):
-        nl.build(coord, atype, box)
-    assert "full" in caplog.text and nl.capacity[0] > 50 and nl.capacity[1] > 100
-    moved = displace(coord, skin / 2, seed=6)
-    assert_same_neighbors(nl.update(moved), fresh(moved, atype, box, rcut, sel), rcut, sel)
+@pytest.mark.parametrize("name", CASES)
+def test_candidates_are_every_atom_within_rcut_plus_skin(name):
+    """No width to outgrow: each row holds every atom within rcut + skin (those of a fresh list at that radius with
+    room for all), in ascending index order with the padding last."""
+    coord, atype, box, rcut, sel, skin = make_case(name)
+    nl = SkinNeighborList(rcut, sel, skin)
+    ext_coord = nl.build(coord, atype, box).ext_coord
+    cand = nl.ref.candidates
+    real = cand >= 0
+    assert torch.equal(real, real.sort(dim=-1, descending=True).values)
+    assert (cand.diff(dim=-1) > 0)[real[..., 1:]].all()
+    rows = NeighborData(ext_coord, nl.ref.ext_atype, nl.ref.mapping, cand)
+    wide = fresh(coord, atype, box, rcut + skin, [600] * len(sel))
+    assert (wide.nlist >= 0).sum(-1).max() < 600
+    got, want = block_table(rows, [cand.shape[-1]]), block_table(wide, [wide.nlist.shape[-1]])
+    np.testing.assert_array_equal(got[:, :4], want[:, :4])
+    np.testing.assert_allclose(got[:, 4:], want[:, 4:], atol=2, rtol=0)  # displacements in 1e-6 Å, rounded
 
 
 def test_virtual_atoms_get_no_neighbours():
@@ -404,8 +422,8 @@ def test_errors():
         nl.update(coord, box)
     with pytest.raises(ValueError, match="does not match"):
         nl.update(coord[:, :5])
-    with pytest.raises(ValueError, match="capacity"):
-        SkinNeighborList(rcut, sel, skin, capacity=[10, 10])
+    with pytest.raises(ValueError, match="skin"):
+        SkinNeighborList(rcut, sel, -1.0)
 
 
 # Calls that read device data on the host (or copy host data to the device, which synchronises on a GPU).
