@@ -160,10 +160,11 @@ def _ascending(rows: Tensor, nall: int) -> Tensor:
     return torch.where(key < nall, key, -1)
 
 
-def _padded_cat(parts: list[Tensor], dim: int = 0) -> Tensor:
-    """Concatenate along dim rows of different widths (the last axis), padding each to the widest with -1."""
+def _padded_cat(parts: list[Tensor]) -> Tensor:
+    """Concatenate along the first axis rows of different widths (the last axis), padding each to the widest with
+    -1."""
     width = max(p.shape[-1] for p in parts)
-    return torch.cat([torch.nn.functional.pad(p, (0, width - p.shape[-1]), value=-1) for p in parts], dim=dim)
+    return torch.cat([torch.nn.functional.pad(p, (0, width - p.shape[-1]), value=-1) for p in parts])
 
 
 def ghost_images(frac: Tensor, box: Tensor, rcut: float) -> tuple[Tensor, Tensor]:
