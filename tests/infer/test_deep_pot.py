@@ -82,6 +82,8 @@ def test_type_map_and_cutoff(model):
     (lambda c, b, t: (c[:, :5], b, t), "do not hold"),
     (lambda c, b, t: (c, b[:, :5], t), "cells of shape"),
     (lambda c, b, t: (c, b, np.where(np.arange(t.size) == 3, 7, t)), "atom type 7 of atom 3"),
+    (lambda c, b, t: (c, b, np.where(np.arange(t.size) == 2, -1, t)), "atom type -1 of atom 2"),
+    (lambda c, b, t: (c, b * np.array([1, 1, 1, 1, np.inf, 1, 1, 1, 1.0]), t), "cells holds NaN or infinite"),
     (lambda c, b, t: (np.where(np.arange(c.size).reshape(c.shape) == 10, np.nan, c), b, t), "NaN"),
     (lambda c, b, t: (c, b * np.array([1, 1, 1, 1, 1, 1, 0, 0, 0.0]), t), "zero volume"),
     (lambda c, b, t: (c, b, t.astype(float)), "must be integers"),
