@@ -28,7 +28,6 @@ between steps gets a displacement of about a box vector at each wrap, and so a r
 
 from __future__ import annotations
 
-import logging
 import math
 import warnings
 from collections.abc import Sequence
@@ -44,8 +43,6 @@ from deeppot.nlist.ghosts import as_box, frac_to_cart
 from deeppot.nlist.selection import NeighborOverflowWarning
 
 __all__ = ["SkinNeighborList", "SkinReference", "spectral_norm_bound"]
-
-log = logging.getLogger(__name__)
 
 @dataclass
 class SkinReference:

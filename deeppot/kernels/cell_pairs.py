@@ -60,14 +60,14 @@ if embedding.triton is not None:
 def pair_rows(pos: Tensor, pos_sorted: Tensor, type_sorted: Tensor, order: Tensor, seg_start: Tensor,
               seg_len: Tensor, offset: int, rcut: float) -> Tensor:
     """Each centre's candidates within rcut (1 + MARGIN), in run order, as extended indices (ncentre, kmax), -1
-    padded; arguments as `deeppot.nlist.cell_list.pair_rows` (without its pair count). One host sync (kmax)."""
+    padded; arguments as `deeppot.nlist.cell_list.pair_rows`. One host sync (kmax)."""
     ncentre, nseg = seg_start.shape
+    if ncentre == 0:
+        return torch.full((0, 0), -1, dtype=torch.int64, device=pos.device)
     args = [pos.contiguous(), pos_sorted.contiguous(), type_sorted.contiguous(), order.contiguous(),
             seg_start.contiguous(), seg_len.contiguous()]
     cut2 = (rcut * (1 + MARGIN)) ** 2
     count = torch.zeros(ncentre, dtype=torch.int32, device=pos.device)
-    if ncentre == 0:
-        return torch.full((0, 0), -1, dtype=torch.int64, device=pos.device)
     _row_pairs_kernel[(ncentre,)](*args, count, count, offset, 0, cut2, NSEG=nseg, WRITE=False, BLOCK=BLOCK,
                                   num_warps=1)
     width = int(count.max())
