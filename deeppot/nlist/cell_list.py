@@ -16,11 +16,12 @@ import itertools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
-from deeppot.nlist.ghosts import as_box, face_distances, frac_to_cart, image_shifts, wrap_coords, wrap_fractional
+from deeppot.nlist.ghosts import as_box, face_distances, frac_to_cart, host_cells, image_shifts, wrap_fractional
 from deeppot.nlist.selection import distance, mask_virtual_centres, select_neighbors
 
 # Fractional slack on the ghost region: a few extra ghosts cost nothing, a missing one is a wrong list.
@@ -30,6 +31,14 @@ _GHOST_SLACK = 1e-6
 _EDGE_SLACK = 1e-6
 # Bins of edge rcut / 2 searched over +-2 bins cover a (2.5 rcut)^3 box instead of the (3 rcut)^3 of rcut-bins.
 _BINS_PER_RCUT = 2
+
+
+class FrameCell(NamedTuple):
+    """One frame's periodic cell as the builder uses it."""
+
+    frac: Tensor  # (nloc, 3) wrapped fractional coordinates of the atoms
+    box: Tensor  # (3, 3) row vectors, on the atoms' device
+    host: Tensor  # (3, 3) float64 the same box on the host: the ghost region is sized from it without a sync
 
 
 @dataclass
@@ -82,12 +91,12 @@ def build_cell_list(
 def _build_frame(
     coord: Tensor,
     atype: Tensor,
-    cell: tuple[Tensor, Tensor] | None,
+    cell: FrameCell | None,
     rcut: float,
     sel: Sequence[int],
     chunk_elems: int,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """One frame: wrapped coord (nloc, 3), atype (nloc,), (frac (nloc, 3), box (3, 3)) | None ->
+    """One frame: wrapped coord (nloc, 3), atype (nloc,), its FrameCell | None ->
     ext_coord, ext_atype, mapping, nlist, count."""
     ext_coord, ext_atype, mapping, chunks = _frame_rows(coord, atype, cell, rcut, chunk_elems)
     parts = [_select_rows(ext_coord.detach(), ext_atype, a, rows, rcut, sel) for a, rows in chunks]
@@ -96,7 +105,7 @@ def _build_frame(
     return ext_coord, ext_atype, mapping, nlist, count
 
 
-def _frame_rows(coord: Tensor, atype: Tensor, cell: tuple[Tensor, Tensor] | None, rcut: float, chunk_elems: int
+def _frame_rows(coord: Tensor, atype: Tensor, cell: FrameCell | None, rcut: float, chunk_elems: int
                 ) -> tuple[Tensor, Tensor, Tensor, Iterator[tuple[int, Tensor]]]:
     """One frame's extended atoms and, chunk by chunk of centres (about chunk_elems candidate pairs each, so that
     memory stays bounded), the (first centre, `pair_rows`) of its centres: ext_coord, ext_atype, mapping, chunks."""
@@ -118,12 +127,13 @@ def _frame_rows(coord: Tensor, atype: Tensor, cell: tuple[Tensor, Tensor] | None
 
 
 def build_candidates(coord: Tensor, atype: Tensor, box: Tensor | None, radius: float,
-                     chunk_elems: int | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+                     chunk_elems: int | None = None, ascending: bool = True) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Extended atoms and every atom within `radius` of each local atom: the candidates of a Verlet-skin list
     (`deeppot.infer.neighbors`), unselected and of no fixed width.
 
     Arguments and the first three results as `build_cell_list`; then cand (nf, nloc, ncand) int64: each row's
-    extended indices in ascending order, -1 padded at the end, ncand the fullest row. Atoms of type < 0 are no
+    extended indices in ascending order (or, if not `ascending`, in the order the bins hold them: no sort), -1
+    padded at the end, ncand the fullest row. Atoms of type < 0 are no
     candidates (virtual centres keep theirs: the selection gives them no neighbours). On a GPU the rows may also
     hold atoms a hair beyond radius (within `deeppot.kernels.cell_pairs.MARGIN` of it, relative: ~600 of the 21
     million candidates of 98,304 water atoms at 8 Å, run 193), which no selection within rcut < radius notices.
@@ -134,19 +144,24 @@ def build_candidates(coord: Tensor, atype: Tensor, box: Tensor | None, radius: f
     for f in range(atype.shape[0]):
         ext_coord, ext_atype, mapping, chunks = _frame_rows(coord[f], atype[f], cells[f], radius, chunk_elems)
         frames.append((ext_coord, ext_atype, mapping))
-        cands.append(_padded_cat([_ascending(rows, ext_coord.shape[0]) for _, rows in chunks])[None])
+        rows = [r for _, r in chunks]
+        if ascending:
+            rows = [_ascending(r, ext_coord.shape[0]) for r in rows]
+        cands.append(_padded_cat(rows)[None])
     return *_pad_frames(frames, radius), _padded_cat(cands)
 
 
-def _wrapped(coord: Tensor, box: Tensor | None) -> tuple[Tensor, list[tuple[Tensor, Tensor] | None]]:
-    """coord (nf, nloc, 3) wrapped into the cell and each frame's (fractional coordinates, box), or coord as it is
-    and None per frame (non-periodic). Wrapped for the whole batch with the reference's own calls, so that the
-    builders agree bitwise."""
+def _wrapped(coord: Tensor, box: Tensor | None) -> tuple[Tensor, list[FrameCell | None]]:
+    """coord (nf, nloc, 3) wrapped into the cell and each frame's FrameCell, or coord as it is and None per frame
+    (non-periodic). Wrapped for the whole batch with the reference's own expressions (`wrap_coords`), so that the
+    builders agree bitwise; the boxes are read on the host once, here, while the GPU has little queued."""
     if box is None:
         return coord, [None] * coord.shape[0]
     boxes = as_box(box, coord.shape[0], coord.dtype)
+    host = host_cells(boxes)
     frac = wrap_fractional(coord, boxes)
-    return wrap_coords(coord, boxes), list(zip(frac.unbind(0), boxes.unbind(0), strict=True))
+    cells = [FrameCell(*parts) for parts in zip(frac.unbind(0), boxes.unbind(0), host.unbind(0), strict=True)]
+    return frac_to_cart(frac, boxes[:, None]), cells
 
 
 def _chunk_elems(coord: Tensor) -> int:
@@ -172,7 +187,7 @@ def ghost_images(frac: Tensor, box: Tensor, rcut: float) -> tuple[Tensor, Tensor
 
     Args:
         frac: (nloc, 3) wrapped fractional coordinates in [0, 1].
-        box: (3, 3) cell row vectors.
+        box: (3, 3) cell row vectors, float64 on the host (`FrameCell.host`).
         rcut: cutoff radius.
 
     Returns:
@@ -180,9 +195,11 @@ def ghost_images(frac: Tensor, box: Tensor, rcut: float) -> tuple[Tensor, Tensor
         atom. A point within rcut of the cell is within rcut / h_d of it in fractional direction d (h_d = face
         distance), so that slab, not the whole shifted cell, is kept.
     """
-    reach = (rcut / face_distances(box) + _GHOST_SLACK).to(frac.dtype)  # (3,)
-    nbuff = [math.floor(x) + 1 for x in reach.cpu().tolist()]
-    shifts = image_shifts(nbuff, frac.device)[1:]  # zero shift = the local atoms themselves
+    reach = (rcut / face_distances(box) + _GHOST_SLACK).to(frac.dtype)  # (3,) on the host
+    nbuff = [math.floor(x) + 1 for x in reach.tolist()]
+    shifts = image_shifts(nbuff)[1:]  # zero shift = the local atoms themselves
+    # copies from the host that do not wait for the GPU's queue (a blocking one would: a host sync)
+    shifts, reach = shifts.to(frac.device, non_blocking=True), reach.to(frac.device, non_blocking=True)
     img = frac[None, :, :] + shifts[:, None, :].to(frac.dtype)  # (nshift, nloc, 3)
     keep = ((img >= -reach) & (img <= 1 + reach)).all(dim=-1)
     shift_index, atom = keep.nonzero(as_tuple=True)
@@ -190,14 +207,14 @@ def ghost_images(frac: Tensor, box: Tensor, rcut: float) -> tuple[Tensor, Tensor
 
 
 def extend_frame(
-    coord: Tensor, atype: Tensor, cell: tuple[Tensor, Tensor] | None, rcut: float
+    coord: Tensor, atype: Tensor, cell: FrameCell | None, rcut: float
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Local atoms followed by the ghosts of `ghost_images`.
 
     Args:
         coord: (nloc, 3) positions, already wrapped into the cell when periodic.
         atype: (nloc,) types.
-        cell: (frac (nloc, 3) wrapped fractional coordinates, box (3, 3)), or None (non-periodic).
+        cell: the frame's FrameCell, or None (non-periodic).
         rcut: cutoff radius.
 
     Returns:
@@ -206,9 +223,8 @@ def extend_frame(
     local = torch.arange(coord.shape[0], device=coord.device)
     if cell is None:
         return coord.clone(), atype.clone(), local
-    frac, box = cell
-    atom, shift = ghost_images(frac.detach(), box.detach(), rcut)
-    ghosts = coord[atom] + frac_to_cart(shift.to(coord.dtype), box)  # as in `extend_coords`: bitwise equal
+    atom, shift = ghost_images(cell.frac.detach(), cell.host, rcut)
+    ghosts = coord[atom] + frac_to_cart(shift.to(coord.dtype), cell.box)  # as in `extend_coords`: bitwise equal
     return torch.cat([coord, ghosts]), torch.cat([atype, atype[atom]]), torch.cat([local, atom])
 
 
@@ -225,12 +241,14 @@ def bin_atoms(pos: Tensor, rcut: float, bins_per_atom: float = 2.0) -> Bins:
     sparse_edge = (math.prod(e + rcut for e in extent) / max_bins) ** (1 / 3)
     edge = max(rcut / _BINS_PER_RCUT, sparse_edge) * (1 + _EDGE_SLACK)
     dims = [int(e // edge) + 1 for e in extent]
-    cell = torch.minimum(torch.floor((pos - lo) / edge).long(), torch.tensor(dims, device=pos.device) - 1)
+    top = (torch.tensor(dims) - 1).to(pos.device, non_blocking=True)  # no wait for the GPU's queue
+    cell = torch.minimum(torch.floor((pos - lo) / edge).long(), top)
     bin_id = (cell[:, 2] * dims[1] + cell[:, 1]) * dims[0] + cell[:, 0]
-    order = torch.argsort(bin_id, stable=True)
-    count = torch.bincount(bin_id, minlength=math.prod(dims))
-    start = torch.cumsum(count, 0) - count
-    return Bins(order, start, count, cell, dims, math.ceil(rcut / edge))
+    sorted_id, order = torch.sort(bin_id, stable=True)
+    # each bin's run in the sorted ids (a `bincount` on a GPU reads its size back: a host sync)
+    edges = torch.searchsorted(sorted_id, torch.arange(math.prod(dims) + 1, device=pos.device))
+    start = edges[:-1]
+    return Bins(order, start, edges[1:] - start, cell, dims, math.ceil(rcut / edge))
 
 
 def _segments(bins: Bins, centres: Tensor) -> tuple[Tensor, Tensor]:

@@ -17,8 +17,12 @@ def as_box(box: Tensor, nf: int, dtype: torch.dtype) -> Tensor:
 
 
 def wrap_fractional(coord: Tensor, box: Tensor) -> Tensor:
-    """Fractional coordinates folded into [0, 1): (..., nloc, 3) with box (..., 3, 3) -> (..., nloc, 3)."""
-    frac = torch.matmul(coord, torch.linalg.inv(box))
+    """Fractional coordinates folded into [0, 1): (..., nloc, 3) with box (..., 3, 3) -> (..., nloc, 3).
+
+    `inv_ex`, not `inv`: on a GPU the singularity check of `inv` reads a flag back (a host sync in every list
+    build). The builders read the boxes on the host anyway (`host_cells`), which names a cell of zero volume.
+    """
+    frac = torch.matmul(coord, torch.linalg.inv_ex(box).inverse)
     return torch.remainder(frac, 1.0)
 
 
@@ -48,6 +52,19 @@ def face_distances(box: Tensor) -> Tensor:
     return volume[..., None] / areas
 
 
+def host_cells(box: Tensor) -> Tensor:
+    """The boxes (nf, 3, 3) as float64 on the host (one copy, a host sync when they are on a GPU), checked: a
+    ValueError names the first frame whose cell has zero volume (its inverse, and so every image, is garbage)."""
+    host = box.detach().to("cpu", torch.float64)
+    volume = torch.linalg.det(host).abs()
+    scale = torch.linalg.norm(host, dim=-1).prod(dim=-1).clamp(min=1e-300)
+    bad = (volume <= 1e-10 * scale).nonzero().flatten().tolist()
+    if bad:
+        raise ValueError(f"the cell of frame {bad[0]} has zero volume (|det| = {float(volume[bad[0]]):.3g} Å^3); "
+                         f"{len(bad)} frame(s) affected")
+    return host
+
+
 def image_shifts(nbuff: list[int], device: torch.device | str = "cpu") -> Tensor:
     """All integer shifts in [-nbuff_d, nbuff_d]^3 ordered by their norm, zero first: (nshift, 3) int64.
 
@@ -56,12 +73,13 @@ def image_shifts(nbuff: list[int], device: torch.device | str = "cpu") -> Tensor
     axes = [torch.arange(-n, n + 1, dtype=torch.int64) for n in nbuff]
     shifts = torch.cartesian_prod(*axes).reshape(-1, 3)
     order = torch.sort((shifts * shifts).sum(-1), stable=True).indices
-    return shifts[order].to(device)
+    return shifts[order].to(device, non_blocking=True)  # from the host without waiting for the GPU's queue
 
 
 def nbuff_for(box: Tensor, rcut: float) -> list[int]:
-    """Image layers per direction, ceil(rcut / h_d), maximum over frames (one host sync): box (nf, 3, 3)."""
-    h = face_distances(box.detach()).amin(dim=0).cpu()
+    """Image layers per direction, ceil(rcut / h_d), maximum over frames: box (nf, 3, 3), read on the host (a host
+    sync when it is on a GPU; a few 3 x 3 determinants there cost more launches than they are worth)."""
+    h = face_distances(host_cells(box)).amin(dim=0)
     return [max(0, math.ceil(rcut / float(x))) for x in h]
 
 
@@ -81,13 +99,21 @@ def extend_coords(
         index `shift_index * nloc + i`, shift 0 first (so the first nloc atoms are the wrapped local atoms).
         Without a box, `nall = nloc` and the coordinates are not wrapped.
     """
+    if box is None:
+        return extend_with_shifts(coord, atype, None, None)
+    box = as_box(box, atype.shape[0], coord.dtype)
+    return extend_with_shifts(coord, atype, box, image_shifts(nbuff_for(box, rcut), coord.device))
+
+
+def extend_with_shifts(coord: Tensor, atype: Tensor, box: Tensor | None, shifts: Tensor | None
+                       ) -> tuple[Tensor, Tensor, Tensor]:
+    """`extend_coords` with its image shifts given: box (nf, 3, 3) and shifts (nshift, 3) int64 on the atoms'
+    device (`image_shifts`), or both None. No host sync, so a CUDA graph can capture it."""
     nf, nloc = atype.shape
     aidx = torch.arange(nloc, dtype=torch.int64, device=coord.device).expand(nf, nloc)
     if box is None:
         return coord.clone(), atype.clone(), aidx.clone()
-    box = as_box(box, nf, coord.dtype)
     coord = wrap_coords(coord, box)
-    shifts = image_shifts(nbuff_for(box, rcut), coord.device)  # (ns, 3)
     ns = shifts.shape[0]
     shift_vec = frac_to_cart(shifts.to(coord.dtype)[None], box[:, None])  # (nf, ns, 3)
     ext_coord = (coord[:, None, :, :] + shift_vec[:, :, None, :]).reshape(nf, ns * nloc, 3)

@@ -9,7 +9,7 @@ from torch import Tensor
 
 from deeppot.nlist.selection import NeighborOverflowWarning, distance, mask_virtual_centres, select_neighbors
 
-__all__ = ["NeighborOverflowWarning", "build_nlist_reference"]
+__all__ = ["NeighborOverflowWarning", "build_nlist_reference", "reference_rows"]
 
 
 def build_nlist_reference(
@@ -34,6 +34,14 @@ def build_nlist_reference(
         nlist (nf, nloc, sum(sel)) int64 indices into the extended atoms: the sum(sel) nearest within rcut, split
         into per-type blocks of width sel[t], ascending distance, -1 padded.
     """
+    nlist, count = reference_rows(ext_coord, ext_atype, nloc, rcut, sel)
+    return mask_virtual_centres(nlist, count, ext_atype[:, :nloc], sel, rcut, check_overflow)
+
+
+def reference_rows(ext_coord: Tensor, ext_atype: Tensor, nloc: int, rcut: float, sel: Sequence[int]
+                   ) -> tuple[Tensor, Tensor]:
+    """`build_nlist_reference` before its virtual centres are blanked: nlist (nf, nloc, nnei) and the neighbours
+    of each type within rcut, count (nf, nloc, ntypes); no host sync (a CUDA graph can capture it)."""
     nf, nall, _ = ext_coord.shape
     with torch.no_grad():
         # The (nf, nloc, nall, 3) differences are materialised on purpose: `distance` is the one expression all
@@ -44,5 +52,4 @@ def build_nlist_reference(
         rr = rr.masked_fill(is_self | (ext_atype < 0)[:, None, :], float("inf"))
         cand_idx = idx.expand(nf, nloc, nall)
         cand_type = ext_atype[:, None, :].expand(nf, nloc, nall)
-        nlist, count = select_neighbors(rr, cand_idx, cand_type, rcut, sel)
-        return mask_virtual_centres(nlist, count, ext_atype[:, :nloc], sel, rcut, check_overflow)
+        return select_neighbors(rr, cand_idx, cand_type, rcut, sel)

@@ -113,7 +113,8 @@ def warn_overflow(count: Tensor, sel: Sequence[int], rcut: float, max_report: in
 
     This reads one scalar back from the device (a host sync): call it in build steps, not in a hot loop.
     """
-    excess = (count - torch.tensor(list(sel), device=count.device)).clamp(min=0)
+    sel_t = torch.tensor(list(sel)).to(count.device, non_blocking=True)  # no wait for the GPU's queue
+    excess = (count - sel_t).clamp(min=0)
     if excess.numel() == 0 or not bool(excess.max() > 0):
         return
     nbad = int((excess > 0).sum())

@@ -17,8 +17,8 @@ import torch
 from torch import Tensor
 
 from deeppot.nlist import choose_method
-from deeppot.nlist.cell_list import _candidate_pairs, _segments, bin_atoms, extend_frame  # the builder's own steps
-from deeppot.nlist.ghosts import as_box, extend_coords, wrap_coords, wrap_fractional
+from deeppot.nlist.cell_list import FrameCell, _candidate_pairs, _segments, bin_atoms, extend_frame  # its steps
+from deeppot.nlist.ghosts import as_box, extend_coords, host_cells, wrap_coords, wrap_fractional
 
 __all__ = ["frame_neighbor_stat"]
 
@@ -75,7 +75,7 @@ def _stat_cell_frame(coord: Tensor, group: Tensor, box: Tensor | None, rcut: flo
     """One frame with the cell list: coord (1, nloc, 3), group (nloc,), box (1, 3, 3) | None."""
     cell = None
     if box is not None:
-        cell = (wrap_fractional(coord, box)[0], box[0])
+        cell = FrameCell(wrap_fractional(coord, box)[0], box[0], host_cells(box)[0])
         coord = wrap_coords(coord, box)
     ext_coord, ext_group, _ = extend_frame(coord[0], group, cell, rcut)
     bins = bin_atoms(ext_coord, rcut)

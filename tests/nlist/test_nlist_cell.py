@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from deeppot.nlist import build_neighbor_data, choose_method
-from deeppot.nlist.cell_list import build_cell_list
+from deeppot.nlist.cell_list import bin_atoms, build_cell_list
 from deeppot.nlist.ghosts import extend_coords
 from deeppot.nlist.reference import build_nlist_reference
 from deeppot.nlist.testing import assert_same_pairs, check_nlist_layout, pair_table
@@ -165,3 +165,24 @@ def test_auto_method_and_errors(system_factory):
         build_neighbor_data(coord, atype, box, RCUT, sel, method="fast")
     with pytest.raises(ValueError, match="rcut"):
         build_neighbor_data(coord, atype, box, -1.0, sel)
+
+
+@pytest.mark.parametrize("method", ["cell", "reference"])
+def test_a_cell_of_zero_volume_is_named(system_factory, method):
+    coord, atype, box, sel = system_factory("skewed")
+    flat = box.clone()
+    flat[1, 2] = flat[1, 0] + flat[1, 1]  # frame 1's third vector in the plane of the first two
+    with pytest.raises(ValueError, match="cell of frame 1 has zero volume"):
+        build_neighbor_data(coord, atype, flat, RCUT, sel, method=method)
+
+
+def test_bins_hold_each_atom_once_in_order(system_factory):
+    """The bins' runs in the sorted order (start, count from the sorted ids) against a bincount of the ids."""
+    coord, _, box, _ = system_factory("skewed")
+    bins = bin_atoms(extend_coords(coord, torch.zeros(coord.shape[:2], dtype=torch.long), box, RCUT)[0][0], RCUT)
+    nx, ny, _ = bins.dims
+    bin_id = (bins.cell[:, 2] * ny + bins.cell[:, 1]) * nx + bins.cell[:, 0]
+    count = torch.bincount(bin_id, minlength=len(bins.count))
+    assert torch.equal(bins.count, count) and torch.equal(bins.start, torch.cumsum(count, 0) - count)
+    assert torch.equal(bin_id[bins.order], torch.sort(bin_id).values)
+    assert bins.count.sum() == len(bin_id) and len(bins.count) == nx * ny * bins.dims[2] > 1

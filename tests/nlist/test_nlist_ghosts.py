@@ -7,7 +7,7 @@ import itertools
 import pytest
 import torch
 
-from deeppot.nlist.cell_list import extend_frame
+from deeppot.nlist.cell_list import FrameCell, extend_frame
 from deeppot.nlist.ghosts import extend_coords, face_distances, image_shifts, wrap_coords, wrap_fractional
 
 RCUT = 6.0
@@ -95,7 +95,7 @@ def test_every_image_within_rcut_present(system_factory, name):
     assert needed <= present_images(ext_coord, ext_atype, mapping, box)
     # The cell list's ghost slab holds every needed image too (and is smaller than the full image set).
     for f in range(coord.shape[0]):
-        ec, et, mp = extend_frame(wrapped[f], atype[f], (frac[f], box[f]), RCUT)
+        ec, et, mp = extend_frame(wrapped[f], atype[f], FrameCell(frac[f], box[f], box[f].double()), RCUT)
         held = present_images(ec[None], et[None], mp[None], box[f : f + 1])
         assert {(0, j, n) for g, j, n in needed if g == f} <= held
         assert ec.shape[0] < ext_coord.shape[1]
