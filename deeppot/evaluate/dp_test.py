@@ -170,8 +170,8 @@ def evaluate_frames(model: EnergyModel, coord: np.ndarray, atype: np.ndarray, bo
         raise ValueError(f"batch_frames must be >= 1, got {batch_frames}")
     device = next(model.parameters()).device
     evaluator = Evaluator(model, device, batch_atoms=batch_frames * len(atype))
-    as_tensor = lambda a, dtype: torch.as_tensor(a, dtype=dtype, device=device)  # noqa: E731
-    nf = coord.shape[0]
+    as_tensor = lambda a, dtype: torch.as_tensor(a, dtype=dtype)  # noqa: E731  (on the host: `Evaluator.evaluate`
+    nf = coord.shape[0]  # copies each batch, and plans from the host's copy without a sync)
     out = evaluator.evaluate(as_tensor(coord, torch.float64), as_tensor(atype, torch.long).expand(nf, -1),
                              None if box is None else as_tensor(box, torch.float64))
     return {k: out[k].cpu().numpy() for k in ("energy", "force", "virial", "atom_energy")}

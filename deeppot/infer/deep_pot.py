@@ -6,8 +6,8 @@
 
 `Evaluator` is the tensor-level engine under it (also used by `deeppot test` and the ASE calculator): it splits the
 frames into batches of about `batch_atoms` atoms, builds their neighbour lists (the O(N^2) reference for small
-cells, the cell list for large ones) and evaluates each batch in chunks of centres (`deeppot.infer.evaluate`), so
-memory stays linear in the atom count and no system is too large.
+cells, the cell list for large ones: `deeppot.infer.candidates.evaluation_neighbors`) and evaluates each batch in
+chunks of centres (`deeppot.infer.evaluate`), so memory stays linear in the atom count and no system is too large.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,9 +23,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from deeppot.infer.candidates import evaluation_neighbors
 from deeppot.infer.evaluate import FlatNeighbors, PairStage, evaluate_flat, reference_pair_data, reference_pair_stage
 from deeppot.model import EnergyModel
-from deeppot.nlist import REFERENCE_MAX_PAIRS, build_neighbor_data, reference_pairs
+from deeppot.model.slots import interchangeable_slots
+from deeppot.nlist import REFERENCE_MAX_PAIRS, reference_pairs
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +91,8 @@ class Evaluator:
         if self.fused:
             self.pair_stage = functools.partial(self.pair_stage, precision=self.products)
         self.tf32 = tf32 and self.device.type == "cuda"
+        d = self.model.descriptor  # lists in candidate order where that is exact (`evaluation_neighbors`)
+        self.sorted_lists = not interchangeable_slots(d.davg, d.dstd, list(d.sel))
         self.batch_atoms = batch_atoms or (2**20 if self.device.type == "cuda" else 2**14)
         self.chunk_atoms = chunk_atoms or max(1, memory_budget(self.device) // bytes_per_centre(model, self.fused))
         log.debug("evaluation on %s with the %s pair stage, %d centres a chunk", self.device,
@@ -124,10 +129,13 @@ class Evaluator:
         return reference_pair_stage, False
 
     def evaluate(self, coord: Tensor, atype: Tensor, box: Tensor | None, atomic: bool = False) -> dict[str, Tensor]:
-        """coord (nf, nloc, 3), atype (nf, nloc) int64 model types, box (nf, 3, 3) or None, on this device.
+        """coord (nf, nloc, 3), atype (nf, nloc) int64 model types, box (nf, 3, 3) or None, on this device or on
+        the host (as `DeepPot.eval` passes them). From the host each batch is copied without waiting for the
+        GPU's queue, and what the call plans from the inputs (the frame batches, the builder, the centres of each
+        type) is read there without a host sync.
 
         Returns float64 energy (nf,), force (nf, nloc, 3), virial (nf, 9), atom_energy (nf, nloc)
-        [, atom_virial (nf, nloc, 9)].
+        [, atom_virial (nf, nloc, 9)], on this device.
         """
         outs = [self._evaluate_batch(coord[part], atype[part], None if box is None else box[part], atomic)
                 for part in self.frame_batches(coord, box)]
@@ -138,20 +146,39 @@ class Evaluator:
         its pair limit when it is the one chosen (small cells)."""
         nf, nloc = coord.shape[:2]
         per_batch = max(1, self.batch_atoms // max(nloc, 1))
-        if coord.is_cuda:
+        if self.device.type == "cuda":
             pairs = reference_pairs(coord[:1], None if box is None else box[:1], self.model.rcut)
             if pairs <= REFERENCE_MAX_PAIRS["cuda"]:
                 per_batch = min(per_batch, REFERENCE_MAX_PAIRS["cuda"] // pairs)
         return [slice(s, s + per_batch) for s in range(0, nf, per_batch)]
 
     def _evaluate_batch(self, coord: Tensor, atype: Tensor, box: Tensor | None, atomic: bool) -> dict[str, Tensor]:
-        return self.evaluate_neighbors(self.neighbors(coord, atype, box), atomic)
+        host = coord.device.type == "cpu"
+        flat = self.host_neighbors(coord, atype, box) if host else self.neighbors(coord, atype, box)
+        return self.evaluate_neighbors(flat, atomic)
 
-    def neighbors(self, coord: Tensor, atype: Tensor, box: Tensor | None) -> FlatNeighbors:
+    def host_neighbors(self, coord: Tensor, atype: Tensor, box: Tensor | None, sort: bool | None = None
+                       ) -> FlatNeighbors:
+        """`neighbors` of frames given on the host (CPU tensors): copied to this device without waiting for its
+        queue (from pageable memory the copy is staged at once), the builder chosen from the host's box and the
+        centres of each type of this evaluator's chunks found from the host's types, without a host sync for
+        either. sort as in `neighbors`."""
+        to = functools.partial(torch.Tensor.to, device=self.device, non_blocking=True)
+        flat = self.neighbors(to(coord), to(atype), None if box is None else to(box), host_box=box, sort=sort)
+        if self.fused and self.model.descriptor.ntypes > 1:
+            flat.find_type_rows(atype.reshape(-1), self.chunk_atoms, self.model.descriptor.ntypes)
+        return flat
+
+    def neighbors(self, coord: Tensor, atype: Tensor, box: Tensor | None, host_box: Tensor | None = None,
+                  sort: bool | None = None) -> FlatNeighbors:
         """Neighbour data of frames (coord (nf, nloc, 3), atype (nf, nloc), box (nf, 3, 3) or None) with this
-        model's rcut and sel, as one flat list of centres. Models of equal rcut and sel can share it."""
+        model's rcut and sel, as one flat list of centres (`deeppot.infer.candidates.evaluation_neighbors`: large
+        systems get each block in candidate order). Models of equal rcut and sel can share it (sort: DeePMD's
+        sorted list, which any model can take; None: where this model needs it). host_box: the box on the host,
+        if the caller has it."""
+        sort = self.sorted_lists if sort is None else sort
         with torch.no_grad():
-            nd = build_neighbor_data(coord, atype, box, self.model.rcut, self.model.sel)
+            nd = evaluation_neighbors(coord, atype, box, self.model.rcut, self.model.sel, host_box, sort)
         return FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
 
     def evaluate_neighbors(self, flat: FlatNeighbors, atomic: bool = False,
@@ -227,14 +254,16 @@ class DeepPot:
         if unknown or any(v is not None for v in kwargs.values()):
             raise ValueError(f"DeepPot.eval: unsupported arguments {sorted(kwargs)} for an se_e2_a energy model")
         coord, atype, box = standard_input(coords, cells, atom_types, self.get_ntypes(), mixed_type)
-        dev = self.evaluator.device
-        out = self.evaluator.evaluate(torch.from_numpy(coord).to(dev), torch.from_numpy(atype).to(dev),
-                                      None if box is None else torch.from_numpy(box).to(dev), atomic)
+        inputs = torch.from_numpy(coord), torch.from_numpy(atype), None if box is None else torch.from_numpy(box)
+        keys = OUTPUT_KEYS if atomic else OUTPUT_KEYS[:3]
+        out = self.evaluator.evaluate(*inputs, atomic)
+        # one copy back (on a GPU each copy is a host sync), then NumPy views of its parts
+        values = torch.cat([out[key].reshape(-1) for key in keys]).cpu().numpy()
         nf, natoms = atype.shape
-        result = [out["energy"].reshape(nf, 1), out["force"], out["virial"]]
-        if atomic:
-            result += [out["atom_energy"].reshape(nf, natoms, 1), out["atom_virial"]]
-        return tuple(t.cpu().numpy() for t in result)
+        shapes = {"energy": (nf, 1), "force": (nf, natoms, 3), "virial": (nf, 9), "atom_energy": (nf, natoms, 1),
+                  "atom_virial": (nf, natoms, 9)}
+        parts = np.split(values, np.cumsum([math.prod(shapes[key]) for key in keys])[:-1])
+        return tuple(part.reshape(shapes[key]) for key, part in zip(keys, parts, strict=True))
 
 
 def standard_input(coords, cells, atom_types, ntypes: int,

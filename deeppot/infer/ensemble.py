@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from deeppot.infer.deep_pot import Evaluator, bytes_per_centre, memory_budget
-from deeppot.infer.evaluate import FlatNeighbors, add_forces_and_virial, frame_outputs, reference_pair_data
+from deeppot.infer.evaluate import FlatNeighbors, add_forces_and_virial, chunks, frame_outputs, reference_pair_data
 from deeppot.model import EnergyModel, analytic
 
 __all__ = ["EnsembleEvaluator", "StackedModels", "architecture", "evaluate_stacked", "sequential_reason",
@@ -134,8 +134,7 @@ def evaluate_stacked(stack: StackedModels, flat: FlatNeighbors, chunk_atoms: int
     atom_energy = torch.empty(nm, n, dtype=torch.float64, device=device)
     force = torch.zeros(nm, n, 3, dtype=torch.float64, device=device)
     virial = torch.zeros(nm, n, 9, dtype=torch.float64, device=device)
-    for start in range(0, n, chunk_atoms):
-        stop = min(start + chunk_atoms, n)
+    for start, stop in chunks(n, chunk_atoms):
         rij, nlist_loc, neighbor_type = reference_pair_data(flat, start, stop, stack.rcut, stack.dtype)
         energy, g = stack.pair_stage(rij.to(stack.dtype), nlist_loc, flat.center_type[start:stop], neighbor_type)
         atom_energy[:, start:stop] = energy

@@ -13,9 +13,10 @@ A pair stage computes a chunk's atomic energies and g = dE/dr_ij (n, nnei, 3):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -79,6 +80,15 @@ class FlatNeighbors:
             self.type_rows[key] = type_groups(self.center_type[start:stop], ntypes)
         return self.type_rows[key]
 
+    def find_type_rows(self, center_type: Tensor, chunk_atoms: int, ntypes: int) -> None:
+        """Make `rows_by_type` for every chunk of `evaluate_flat`, sized from the centres' types on the host
+        (ncentre,), the types the frames came with: no host sync (`type_groups` on the device alone reads its
+        counts back, after the list build's work is queued)."""
+        types = center_type.clamp(min=0).numpy()
+        for start, stop in chunks(self.ncentre, chunk_atoms):
+            counts = [0, *np.bincount(types[start:stop], minlength=ntypes)[:ntypes].tolist()]
+            self.type_rows[(start, stop, ntypes)] = type_groups(self.center_type[start:stop], ntypes, counts)
+
     def self_index(self, start: int, stop: int) -> Tensor:
         """Extended index of centres start..stop-1."""
         centres = torch.arange(start, stop, device=self.nlist.device)
@@ -97,6 +107,11 @@ class FlatNeighbors:
         nlist = self.nlist[start:stop]
         j = nlist.clamp(min=0)
         return torch.where(nlist >= 0, self.owner[j], -1), torch.where(nlist >= 0, self.ext_atype[j], -1)
+
+
+def chunks(n: int, chunk_atoms: int) -> Iterator[tuple[int, int]]:
+    """(start, stop) of each chunk of `evaluate_flat`: n centres, chunk_atoms at a time."""
+    return ((start, min(start + chunk_atoms, n)) for start in range(0, n, chunk_atoms))
 
 
 def reference_pair_data(flat: FlatNeighbors, start: int, stop: int, rcut: float, dtype: torch.dtype
@@ -142,8 +157,7 @@ def evaluate_flat(model: EnergyModel, flat: FlatNeighbors, chunk_atoms: int, pai
     force = torch.zeros(n, 3, dtype=torch.float64, device=device)
     virial = torch.zeros(n, 9, dtype=torch.float64, device=device)
     by_type = by_type and model.descriptor.ntypes > 1
-    for start in range(0, n, chunk_atoms):
-        stop = min(start + chunk_atoms, n)
+    for start, stop in chunks(n, chunk_atoms):
         rij, nlist_loc, neighbor_type = pairs(flat, start, stop, model.rcut, model.descriptor.dtype)
         rows = {"type_rows": flat.rows_by_type(start, stop, model.descriptor.ntypes)} if by_type else {}
         energy, g = pair_stage(model, rij.to(model.descriptor.dtype), nlist_loc, flat.center_type[start:stop],

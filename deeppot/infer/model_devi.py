@@ -180,12 +180,13 @@ def _predict_group(ensemble: EnsembleEvaluator, coord: np.ndarray, atype: np.nda
     """Models of equal rcut and sel on the same frames: each frame batch's neighbour data is built once, and all
     models are evaluated on it together. Energy (nm, nf), force (nm, nf, natoms, 3), virial (nm, nf, 9)."""
     evaluator = ensemble.evaluators[0]
-    c, a = (torch.tensor(x, device=evaluator.device) for x in (coord, atype))  # copies: inputs may be read-only
-    b = None if box is None else torch.tensor(box, device=evaluator.device)
+    c, a = (torch.tensor(x) for x in (coord, atype))  # copies on the host (inputs may be read-only): planned there
+    b = None if box is None else torch.tensor(box)
     parts: list[dict[str, np.ndarray]] = []
+    sort = any(ev.sorted_lists for ev in ensemble.evaluators)  # one list for every model
     # the evaluator's own frame batches (bounded atoms; on a GPU also within the O(N^2) builder's pair limit)
     for frames in evaluator.frame_batches(c, b):
-        flat = evaluator.neighbors(c[frames], a[frames], None if b is None else b[frames])
+        flat = evaluator.host_neighbors(c[frames], a[frames], None if b is None else b[frames], sort=sort)
         out = ensemble.evaluate_neighbors(flat)
         parts.append({key: out[key].cpu().numpy() for key in LABEL_KEYS})
     return {key: np.concatenate([p[key] for p in parts], axis=1) for key in LABEL_KEYS}

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from deeppot.infer.candidates import select_from_candidates, unsorted_selection
+from deeppot.infer.candidates import candidate_types, select_from_candidates, unsorted_selection
 from deeppot.nlist import NeighborData
 from deeppot.nlist.cell_list import build_candidates
 from deeppot.nlist.ghosts import as_box, frac_to_cart
@@ -248,8 +248,7 @@ def make_reference(coord: Tensor, box: Tensor | None, ext_coord: Tensor, ext_aty
     padding = pad_coord = None
     if not bool(real.all()):  # frames with fewer ghosts than the largest were padded by the cell list
         padding, pad_coord = ~real[..., None], ext_coord.detach()
-    cand_type = torch.gather(ext_atype, 1, cand.clamp(min=0).reshape(nf, -1)).reshape(cand.shape)
-    cand_type = cand_type.masked_fill(cand < 0, -1)
+    cand_type = candidate_types(ext_atype, cand)
     return SkinReference(ext_atype, mapping, owner_index, shift, padding, pad_coord, cand, cand_type, coord, box,
                          box_inv, frac, tuple(sel))
 

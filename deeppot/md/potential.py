@@ -73,8 +73,8 @@ class DeepPotential:
     batched: how `deviation` evaluates the models (`deeppot.infer.ensemble.EnsembleEvaluator`): None in one
     batched call where they share an architecture, else one after another; True insists; False never.
     sort_neighbors: False (the default) updates the list without sorting each row by distance
-    (`SkinNeighborList(sort=False)`: the same neighbours, so the same energies to rounding, for less per step);
-    True keeps DeePMD's slot order, as `DeepPot` has it.
+    (`SkinNeighborList(sort=False)`: the same neighbours, so the same energies to rounding, for less per step;
+    a model whose statistics differ slot by slot gets the sorted list anyway); True keeps DeePMD's slot order.
     tf32: the mixed-precision opt-in of `deeppot.infer.Evaluator` for every model (float32 models on a GPU).
     graph: replay the first model's evaluation from a CUDA graph (`deeppot.infer.graph.GraphedEvaluation`), and
     with it the whole MD step (`step_graphs`, read by `deeppot.md.Stepper`), one graph for the run (the skin list
@@ -102,7 +102,9 @@ class DeepPotential:
         self.step_graphs = self.graphed is not None
         self.capturing = False  # inside the capture of a whole MD step (`deeppot.md.step_graph`): no nested graph
         # with graphs, fixed-capacity neighbour buffers: a build refills them and the graphs stay valid
-        self.nlist = SkinNeighborList(first.rcut, first.sel, skin, sort=sort_neighbors, static=self.graphed is not None)
+        # unsorted only where every model's slots are interchangeable (`Evaluator.sorted_lists`)
+        sort = sort_neighbors or any(ev.sorted_lists for ev in self.evaluators)
+        self.nlist = SkinNeighborList(first.rcut, first.sel, skin, sort=sort, static=self.graphed is not None)
         self.flat: FlatNeighbors | None = None  # the neighbour data of the last `compute`
         self.type_rows: dict = {}  # the centres of each type, made once for every step's neighbour data
         self.evaluations = 0  # calls of `compute` (steps run twice after a late rebuild count twice)

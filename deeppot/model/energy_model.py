@@ -255,11 +255,13 @@ class PairData:
                         layout=None if self.layout is None else self.layout.to(device))
 
 
-def type_groups(atype: Tensor, ntypes: int) -> list[Tensor]:
+def type_groups(atype: Tensor, ntypes: int, counts: list[int] | None = None) -> list[Tensor]:
     """Per type 0..ntypes-1, the indices of its atoms in atype (n,), ascending (negative types in none). One host
     sync to size the lists, whatever ntypes (one stable sort and one count, not a `nonzero` per type): call where
-    that is cheap, or keep the lists (the inference kernels' `FlatNeighbors.rows_by_type`)."""
-    counts = torch.bincount(atype.clamp(min=-1) + 1, minlength=ntypes + 1)[:ntypes + 1].tolist()
+    that is cheap, or keep the lists (the inference kernels' `FlatNeighbors.rows_by_type`). counts: the atoms of
+    each type -1 (every negative type), 0, ..., ntypes - 1, when the caller knows them: then no sync."""
+    if counts is None:
+        counts = torch.bincount(atype.clamp(min=-1) + 1, minlength=ntypes + 1)[:ntypes + 1].tolist()
     order = torch.argsort(atype, stable=True)
     return list(torch.split(order[counts[0]:counts[0] + sum(counts[1:])], counts[1:]))
 

@@ -99,6 +99,20 @@ def weighted_rows(rr: Tensor, layout: SlotLayout | None) -> Tensor:
 def per_type_padding(davg: Tensor, dstd: Tensor, sel: list[int]) -> bool:
     """Whether each neighbour block's slots share one padding row -davg/dstd per centre type (what makes a stand-in
     exact; so in every model whose statistics deeppot or DeePMD-kit computed). davg, dstd (ntypes, sum(sel), 4)."""
-    rows = (-davg / dstd).detach().cpu()
+    return _same_in_blocks(-davg / dstd, sel)
+
+
+def interchangeable_slots(davg: Tensor, dstd: Tensor, sel: list[int]) -> bool:
+    """Whether every slot of a neighbour block has the same davg and dstd per centre type: then the order of a
+    block's neighbours changes the energy only by rounding, and a list in candidate order (unsorted, as
+    `deeppot.infer.candidates` makes them) is exact; so in every model whose statistics deeppot or DeePMD-kit
+    computed. DeePMD-kit's format stores them per slot, so a model could differ slot by slot: it then needs
+    DeePMD's sorted list. davg, dstd (ntypes, sum(sel), 4)."""
+    return _same_in_blocks(davg, sel) and _same_in_blocks(dstd, sel)
+
+
+def _same_in_blocks(values: Tensor, sel: list[int]) -> bool:
+    """Whether values (ntypes, sum(sel), 4) are equal along the slots of each neighbour block."""
+    rows = values.detach().cpu()
     starts = [0, *accumulate(sel)]
     return all(bool((rows[:, a:b] == rows[:, a:a + 1]).all()) for a, b in pairwise(starts) if b > a)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -178,3 +179,23 @@ def test_evaluating_prebuilt_data_again_needs_no_host_sync(precision):
         torch.cuda.set_sync_debug_mode("default")
     for key, value in first.items():  # the scatter's atomic adds may sum in another order
         torch.testing.assert_close(again[key], value, rtol=1e-12, atol=1e-12, msg=key)
+
+
+def test_a_whole_call_syncs_only_where_a_build_must():
+    """`DeepPot.eval` of a 12,288-atom frame from NumPy: the host syncs left are the list build's own (the boxes
+    read once, the ghosts' and the bins' extent, the split of the candidate pairs, the rows' width, the overflow
+    flag) and the one copy back. Before run 198 a call made 25 (run 197's `sync_probe.py`)."""
+    dp = DeepPot(water_model("float32"), "cuda")
+    coord, cells, atype = supercell(4)
+    dp.eval(coord[:1], cells[:1], atype)  # compiles the kernels
+    torch.cuda.synchronize()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            dp.eval(coord[:1], cells[:1], atype)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    syncs = [w for w in caught if "synchroniz" in str(w.message)]
+    assert 0 < len(syncs) <= 7, [str(w.message) for w in syncs]
+

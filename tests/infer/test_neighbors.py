@@ -14,9 +14,10 @@ import torch
 from helpers import EXAMPLE_DATA, make_model
 from torch.overrides import TorchFunctionMode
 
-from deeppot.infer.candidates import select_from_candidates, select_in_candidate_order
+from deeppot.infer.candidates import evaluation_neighbors, select_from_candidates, select_in_candidate_order
+from deeppot.infer.evaluate import FlatNeighbors, evaluate_flat, reference_pair_stage
 from deeppot.infer.neighbors import SkinNeighborList, spectral_norm_bound
-from deeppot.nlist import NeighborData, NeighborOverflowWarning, build_neighbor_data, format_nlist
+from deeppot.nlist import REFERENCE_MAX_PAIRS, NeighborData, NeighborOverflowWarning, build_neighbor_data, format_nlist
 from deeppot.nlist.selection import split_by_type
 from deeppot.nlist.testing import check_nlist_layout, sort_rows
 
@@ -527,3 +528,83 @@ def test_cuda_unsorted_update_is_sync_free():
 
 def to_cpu(data: NeighborData) -> NeighborData:
     return NeighborData(*(t.cpu() for t in (data.ext_coord, data.ext_atype, data.mapping, data.nlist)))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_evaluation_neighbors_are_deepmds_in_candidate_order(name, monkeypatch):
+    """A one-off evaluation's list from the cell list (every case, forced: small systems take the reference): the
+    cell list's extended atoms, and in every type block DeePMD's neighbours, in the order the bins hold them;
+    virtual centres get none."""
+    monkeypatch.setitem(REFERENCE_MAX_PAIRS, "cpu", 0)
+    coord, atype, box, rcut, sel, _ = make_case(name)
+    atype = atype.clone()
+    atype[0, 1] = -1
+    got, want = evaluation_neighbors(coord, atype, box, rcut, sel), fresh(coord, atype, box, rcut, sel)
+    for a, b in zip((got.ext_coord, got.ext_atype, got.mapping), (want.ext_coord, want.ext_atype, want.mapping),
+                    strict=True):
+        assert torch.equal(a, b)
+    assert torch.equal((got.nlist >= 0).sum(-1), (want.nlist >= 0).sum(-1))
+    got_table, want_table = block_table(got, sel), block_table(want, sel)
+    assert len(want_table) > 0
+    np.testing.assert_array_equal(got_table, want_table)
+    assert (got.nlist[0, 1] == -1).all()
+
+
+def test_evaluation_neighbors_of_small_systems_are_the_references():
+    coord, atype, box, rcut, sel, _ = make_case("small")
+    got = evaluation_neighbors(coord, atype, box, rcut, sel)
+    want = build_neighbor_data(coord, atype, box, rcut, sel, method="reference")
+    for a, b in zip((got.ext_coord, got.nlist, got.mapping), (want.ext_coord, want.nlist, want.mapping), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_evaluation_neighbors_take_deepmds_list_when_a_type_overflows(monkeypatch):
+    """More neighbours of a type than sel: the nearest are kept (DeePMD's list, the sorted cell list), with the
+    warning."""
+    monkeypatch.setitem(REFERENCE_MAX_PAIRS, "cpu", 0)
+    coord, atype, box, rcut, _, _ = make_case("water")
+    with pytest.warns(NeighborOverflowWarning):
+        got = evaluation_neighbors(coord, atype, box, rcut, [20, 40])
+    with pytest.warns(NeighborOverflowWarning):
+        want = fresh(coord, atype, box, rcut, [20, 40])
+    assert torch.equal(got.nlist, want.nlist)
+
+
+def test_evaluation_neighbors_give_the_energies_of_deepmds_list(monkeypatch):
+    monkeypatch.setitem(REFERENCE_MAX_PAIRS, "cpu", 0)
+    model = make_model(rcut=4.0, sel=(80, 80))
+    coord, atype, box, rcut, sel, _ = make_case("skewed")
+    lists = evaluation_neighbors(coord, atype, box, rcut, sel), fresh(coord, atype, box, rcut, sel)
+    assert not torch.equal(lists[0].nlist, lists[1].nlist)  # really another order
+    out = []
+    for nd in lists:
+        flat = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
+        out.append(evaluate_flat(model, flat, 17, reference_pair_stage))
+    for key in ("energy", "force", "virial"):
+        torch.testing.assert_close(out[0][key], out[1][key], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("per_slot", [False, True])
+def test_models_with_statistics_per_slot_get_deepmds_list(per_slot, monkeypatch):
+    """A model whose davg/dstd differ slot by slot (DeePMD-kit's format allows it) needs DeePMD's slot order: the
+    evaluator and an MD run's list then sort; the energies are those of the sorted list either way."""
+    from deeppot.infer import Evaluator
+    from deeppot.md.potential import DeepPotential
+
+    monkeypatch.setitem(REFERENCE_MAX_PAIRS, "cpu", 0)
+    model = make_model(rcut=4.0, sel=(80, 80))
+    if per_slot:
+        with torch.no_grad():
+            model.descriptor.davg.add_(0.05 * torch.rand_like(model.descriptor.davg))
+    coord, atype, box, rcut, sel, _ = make_case("skewed")
+    ev = Evaluator(model, "cpu")
+    got = ev.neighbors(coord, atype, box)
+    nd = fresh(coord, atype, box, rcut, sel)
+    assert ev.sorted_lists == per_slot and torch.equal(got.nlist, FlatNeighbors.from_frames(
+        nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping).nlist) == per_slot
+    out = ev.evaluate(coord, atype, box)
+    want = evaluate_flat(model, FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping), 17,
+                         reference_pair_stage)
+    for key in ("energy", "force", "virial"):
+        torch.testing.assert_close(out[key], want[key], rtol=1e-12, atol=1e-12)
+    assert DeepPotential([model], atype[0], 1.0, "cpu").nlist.sort == per_slot

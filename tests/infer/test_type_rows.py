@@ -69,3 +69,19 @@ def test_one_type_models_take_no_rows():
     flat = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
     evaluate_flat(model, flat, 5, reference_pair_stage, by_type=True)
     assert flat.type_rows == {}
+
+
+def test_rows_found_on_the_host_are_those_of_the_device():
+    """`find_type_rows` (from the frames' own types, on the host; virtual atoms count as type 0, as centre_type
+    has them) gives every chunk the lists that `rows_by_type` makes from the neighbour data."""
+    _, nd = flat_and_model()
+    atype = nd.ext_atype[:, :13].clone()
+    atype[1, 4] = -1
+    nd.ext_atype[1, 4] = -1
+    flat = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
+    host = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
+    host.find_type_rows(atype.reshape(-1), 5, 3)
+    assert sorted(host.type_rows) == [(s, min(s + 5, 26), 3) for s in range(0, 26, 5)]
+    for start, stop, ntypes in host.type_rows:
+        want = flat.rows_by_type(start, stop, ntypes)
+        assert all(torch.equal(a, b) for a, b in zip(host.type_rows[(start, stop, ntypes)], want, strict=True))

@@ -9,7 +9,7 @@ import torch
 from helpers import make_model, pairs_of, training_gradients, trimmed_pairs
 
 from deeppot.model.energy_model import type_groups
-from deeppot.model.slots import per_type_padding, slot_layout, trimmed_widths
+from deeppot.model.slots import interchangeable_slots, per_type_padding, slot_layout, trimmed_widths
 from deeppot.model.stats import env_stat_sums
 
 
@@ -58,6 +58,16 @@ def test_stand_ins_need_one_padding_row_per_block():
     with torch.no_grad():
         d.davg[0, -1, 0] += 0.1  # the last slot of the last block
     assert not per_type_padding(d.davg, d.dstd, d.sel)
+
+
+def test_interchangeable_slots_need_each_blocks_statistics_alike():
+    """davg and dstd each alike in a block; a change that keeps the padding row -davg/dstd still breaks it."""
+    d = make_model().descriptor
+    assert interchangeable_slots(d.davg, d.dstd, d.sel)
+    with torch.no_grad():
+        d.davg[1, d.sel[0], 2] *= 2.0  # the first slot of the second block, centre type 1
+        d.dstd[1, d.sel[0], 2] *= 2.0
+    assert per_type_padding(d.davg, d.dstd, d.sel) and not interchangeable_slots(d.davg, d.dstd, d.sel)
 
 
 def test_statistics_count_the_dropped_slots():
