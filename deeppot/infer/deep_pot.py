@@ -211,15 +211,24 @@ class DeepPot:
 
     model: a model file (.dp, .yaml, a deeppot or DeePMD-kit .pt checkpoint) or an `EnergyModel` (which is moved
     to the device and put in eval mode, as `nn.Module.to` does).
-    device: "cpu", "cuda", "cuda:N"; None picks a GPU when there is one. Other keywords go to `Evaluator`.
+    device: "cpu", "cuda", "cuda:N"; None picks a GPU when there is one.
+    graph: on a GPU, replay calls on small systems (under 1,024 atoms a call, the O(N^2) list) from a CUDA graph,
+    captured when a shape comes a second time (`deeppot.infer.graph.GraphedCall`: the list build, the evaluation
+    and the outputs in one launch). Other keywords go to `Evaluator`.
     """
 
-    def __init__(self, model: str | Path | EnergyModel, device: str | torch.device | None = None, **kwargs) -> None:
+    def __init__(self, model: str | Path | EnergyModel, device: str | torch.device | None = None,
+                 graph: bool = True, **kwargs) -> None:
         if not isinstance(model, EnergyModel):
             from deeppot.io import load_model
 
             model = load_model(model)
         self.evaluator = Evaluator(model, device, **kwargs)
+        self.graphed = None
+        if graph and self.evaluator.device.type == "cuda":
+            from deeppot.infer.graph import GraphedCall  # deferred: the graph module builds on this one
+
+            self.graphed = GraphedCall(self.evaluator)
 
     @property
     def model(self) -> EnergyModel:
@@ -256,9 +265,11 @@ class DeepPot:
         coord, atype, box = standard_input(coords, cells, atom_types, self.get_ntypes(), mixed_type)
         inputs = torch.from_numpy(coord), torch.from_numpy(atype), None if box is None else torch.from_numpy(box)
         keys = OUTPUT_KEYS if atomic else OUTPUT_KEYS[:3]
-        out = self.evaluator.evaluate(*inputs, atomic)
-        # one copy back (on a GPU each copy is a host sync), then NumPy views of its parts
-        values = torch.cat([out[key].reshape(-1) for key in keys]).cpu().numpy()
+        values = None if self.graphed is None else self.graphed(*inputs, atomic)
+        if values is None:
+            out = self.evaluator.evaluate(*inputs, atomic)
+            # one copy back (on a GPU each copy is a host sync), then NumPy views of its parts
+            values = torch.cat([out[key].reshape(-1) for key in keys]).cpu().numpy()
         nf, natoms = atype.shape
         shapes = {"energy": (nf, 1), "force": (nf, natoms, 3), "virial": (nf, 9), "atom_energy": (nf, natoms, 1),
                   "atom_virial": (nf, natoms, 9)}

@@ -199,3 +199,49 @@ def test_a_whole_call_syncs_only_where_a_build_must():
     syncs = [w for w in caught if "synchroniz" in str(w.message)]
     assert 0 < len(syncs) <= 7, [str(w.message) for w in syncs]
 
+
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+@pytest.mark.parametrize("periodic", [True, False])
+def test_small_calls_replay_a_graph_of_the_whole_call(precision, periodic):
+    """Two frames of 192 water atoms: the first call runs eagerly, the second captures the whole call, later calls
+    at new positions replay it; each gives the eager path's outputs (graph=False) to rounding (the fused scatter
+    adds in any order), and a replay syncs once, for the copy out."""
+    model = water_model(precision)
+    coord, cells, atype = supercell(1)
+    cells = cells if periodic else None
+    graphed, eager = DeepPot(model, "cuda"), DeepPot(model, "cuda", graph=False)
+    tol = 1e-10 if precision == "float64" else 1e-5
+    for step in range(4):
+        moved = coord + 0.02 * step * np.sin(np.arange(coord.size)).reshape(coord.shape)
+        got, want = graphed.eval(moved, cells, atype, atomic=True), eager.eval(moved, cells, atype, atomic=True)
+        for a, b in zip(got, want, strict=True):
+            assert np.abs(a - b).max() <= tol * np.abs(b).max(), (step, np.abs(a - b).max(), np.abs(b).max())
+    assert graphed.graphed.captures == 1 and graphed.graphed.replays == 3 and eager.graphed is None
+    torch.cuda.synchronize()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            graphed.eval(coord, cells, atype, atomic=True)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    assert len([w for w in caught if "synchroniz" in str(w.message)]) == 1
+
+
+def test_a_replay_that_overflows_sel_is_repeated_eagerly_and_warned():
+    from deeppot.nlist import NeighborOverflowWarning
+
+    cfg = json.loads((WATER / "input.json").read_text())["model"]
+    cfg["descriptor"]["sel"] = [10, 20]  # water has ~30 O and ~60 H neighbours within 6 Å
+    torch.manual_seed(0)
+    model = EnergyModel.from_config(cfg)
+    coord, cells, atype = supercell(1)
+    graphed, eager = DeepPot(model, "cuda"), DeepPot(model, "cuda", graph=False)
+    for _ in range(3):
+        with pytest.warns(NeighborOverflowWarning):
+            got = graphed.eval(coord, cells, atype)
+        with pytest.warns(NeighborOverflowWarning):
+            want = eager.eval(coord, cells, atype)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-8)
+    assert graphed.graphed.captures == 1 and graphed.graphed.replays == 0

@@ -123,3 +123,32 @@ def test_tf32_is_set_only_within_an_evaluation(model):
     with pytest.raises(RuntimeError), ev.gemm_precision():
         raise RuntimeError("a failed evaluation")
     assert torch.backends.cuda.matmul.allow_tf32 is False
+
+
+@pytest.mark.parametrize("periodic", [True, False])
+def test_the_graphed_call_is_the_eager_call(model, periodic):
+    """What `GraphedCall` captures, run eagerly here (the graph itself needs CUDA: tests/gpu/test_infer.py):
+    `DeepPot.eval`'s outputs flattened, and no overflow, for triclinic and non-periodic frames with a virtual
+    atom, per-atom outputs included."""
+    from deeppot.infer import Evaluator
+    from deeppot.infer.deep_pot import OUTPUT_KEYS
+    from deeppot.infer.graph import GraphedCall
+    from deeppot.nlist.ghosts import image_shifts, nbuff_for
+
+    coord, atype, box = random_system(natoms=11, nframes=3, box_len=4.6, seed=2)
+    coord, box = skewed(coord, box)
+    box = box if periodic else None
+    atype = atype.expand(3, -1).clone()
+    atype[1, 4] = -1
+    graphed = GraphedCall(Evaluator(model, "cpu"))
+    key = graphed.key(coord, box, True)
+    assert key[:2] == (3, 11) and key[3] is True
+    shifts = None if box is None else image_shifts(nbuff_for(box, model.rcut))
+    got = graphed._call(coord, atype, box, shifts, atomic=True)
+    out = graphed.evaluator.evaluate(coord, atype, box, atomic=True)
+    want = torch.cat([out[k].reshape(-1) for k in OUTPUT_KEYS])
+    assert got[-1] == 0  # no overflow
+    torch.testing.assert_close(got[:-1], want, rtol=1e-12, atol=1e-12)
+    small = GraphedCall(Evaluator(make_model(type_one_side=False, seed=5, sel=(2, 2)), "cpu"))
+    assert small._call(coord, atype, box, shifts, atomic=False)[-1] == 1  # sel 2: flagged
+    assert graphed.key(coord[:1].expand(100, -1, -1), None, False) is None  # 1,100 centres: not graphed
