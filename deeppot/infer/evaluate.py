@@ -84,9 +84,10 @@ class FlatNeighbors:
         """Make `rows_by_type` for every chunk of `evaluate_flat`, sized from the centres' types on the host
         (ncentre,), the types the frames came with: no host sync (`type_groups` on the device alone reads its
         counts back, after the list build's work is queued)."""
-        types = center_type.clamp(min=0).numpy()
+        types = center_type.numpy()
         for start, stop in chunks(self.ncentre, chunk_atoms):
-            counts = [0, *np.bincount(types[start:stop], minlength=ntypes)[:ntypes].tolist()]
+            part = types[start:stop]  # virtual atoms (type < 0) are centres of type 0, as center_type has them
+            counts = [0, *(int(np.count_nonzero(part <= 0 if t == 0 else part == t)) for t in range(ntypes))]
             self.type_rows[(start, stop, ntypes)] = type_groups(self.center_type[start:stop], ntypes, counts)
 
     def self_index(self, start: int, stop: int) -> Tensor:

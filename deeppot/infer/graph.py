@@ -172,7 +172,6 @@ class GraphedCall:
         self.captured: _CallGraph | None = None
         self.seen: tuple | None = None  # the key of the last call not replayed
         self.captures = self.replays = 0  # replays: calls answered by the graph
-        self.last_box: tuple[bytes, list[int]] = (b"", [])  # the last box's bytes and image layers
 
     def __call__(self, coord: Tensor, atype: Tensor, box: Tensor | None, atomic: bool) -> np.ndarray | None:
         """coord (nf, natoms, 3) float64, atype (nf, natoms) int64, box (nf, 3, 3) float64 or None, on the host:
@@ -198,18 +197,10 @@ class GraphedCall:
         nf, natoms = coord.shape[:2]
         if nf * natoms >= BY_TYPE_MIN_CENTRES:
             return None
-        nbuff = None if box is None else self.layers(box)
+        nbuff = None if box is None else nbuff_for(box, self.evaluator.model.rcut)
         if nf * reference_pairs(coord, box, self.evaluator.model.rcut, nbuff) > REFERENCE_MAX_PAIRS["cuda"]:
             return None
         return nf, natoms, None if nbuff is None else tuple(nbuff), atomic
-
-    def layers(self, box: Tensor) -> list[int]:
-        """`nbuff_for(box, rcut)` of a host box, remembered for the last box: its few 3 x 3 products in torch cost
-        ~0.2 ms of a call that replays in ~1 ms, and repeated calls mostly keep their box."""
-        raw = box.numpy().tobytes()
-        if raw != self.last_box[0]:
-            self.last_box = raw, nbuff_for(box, self.evaluator.model.rcut)
-        return self.last_box[1]
 
     def _capture(self, key: tuple, coord: Tensor, atype: Tensor, box: Tensor | None, atomic: bool) -> _CallGraph:
         self.captured = None  # free the old graph's memory first

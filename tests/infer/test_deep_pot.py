@@ -152,6 +152,3 @@ def test_the_graphed_call_is_the_eager_call(model, periodic):
     small = GraphedCall(Evaluator(make_model(type_one_side=False, seed=5, sel=(2, 2)), "cpu"))
     assert small._call(coord, atype, box, shifts, atomic=False)[-1] == 1  # sel 2: flagged
     assert graphed.key(coord[:1].expand(100, -1, -1), None, False) is None  # 1,100 centres: not graphed
-    if periodic:  # the image layers of the last box are remembered, and follow a new box
-        assert graphed.layers(box) == nbuff_for(box, model.rcut)
-        assert graphed.layers(box * 0.5) == nbuff_for(box * 0.5, model.rcut) != nbuff_for(box, model.rcut)

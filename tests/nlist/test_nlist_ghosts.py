@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import pytest
 import torch
 
 from deeppot.nlist.cell_list import FrameCell, extend_frame
-from deeppot.nlist.ghosts import extend_coords, face_distances, image_shifts, wrap_coords, wrap_fractional
+from deeppot.nlist.ghosts import extend_coords, face_distances, image_shifts, nbuff_for, wrap_coords, wrap_fractional
 
 RCUT = 6.0
 
@@ -115,3 +116,18 @@ def test_extended_coords_are_differentiable(system_factory):
     ext_coord.sum().backward()
     images = torch.zeros_like(coord[..., 0]).scatter_add_(1, mapping, torch.ones_like(mapping, dtype=coord.dtype))
     torch.testing.assert_close(coord.grad, images[..., None].expand(-1, -1, 3))
+
+
+def test_image_layers_follow_the_box_they_remember():
+    """nbuff_for remembers its last boxes' answers; a changed box, frame count or cutoff gets its own."""
+    box = torch.tensor([[[5.0, 0.0, 0.0], [1.0, 4.0, 0.0], [0.5, 0.5, 3.0]]], dtype=torch.float64)
+    first = nbuff_for(box, 4.0)
+    assert first == [math.ceil(4.0 / float(h)) for h in face_distances(box)[0]]
+    assert nbuff_for(box.clone(), 4.0) == first
+    assert nbuff_for(box * 2.0, 4.0) == [math.ceil(4.0 / float(h)) for h in face_distances(box * 2.0)[0]] != first
+    assert nbuff_for(box, 8.0) != first
+    assert nbuff_for(torch.cat([box, box * 0.5]), 4.0) == nbuff_for(box * 0.5, 4.0)
+    flat = box.clone()
+    flat[0, 2] = flat[0, 0] + flat[0, 1]
+    with pytest.raises(ValueError, match="zero volume"):
+        nbuff_for(flat, 4.0)
