@@ -213,7 +213,7 @@ class DeepPot:
     to the device and put in eval mode, as `nn.Module.to` does).
     device: "cpu", "cuda", "cuda:N"; None picks a GPU when there is one.
     graph: on a GPU, replay calls on small systems (under 1,024 atoms a call, the O(N^2) list) from a CUDA graph,
-    captured when a shape comes a second time (`deeppot.infer.graph.GraphedCall`: the list build, the evaluation
+    captured when two calls in a row have its shape (`deeppot.infer.graph.GraphedCall`: the list build, the evaluation
     and the outputs in one launch). Other keywords go to `Evaluator`.
     """
 

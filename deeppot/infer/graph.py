@@ -158,8 +158,8 @@ class GraphedCall:
     frame count, atom count and number of image layers, and with the image shifts made beforehand no host sync, so
     the whole call can be captured and replayed: copy the positions in, replay, copy the outputs out. Calls the
     graph serves: frames that the evaluator takes as one batch with the reference builder, of fewer than
-    BY_TYPE_MIN_CENTRES centres in all (whose fitting nets need no per-type lists). A shape is captured when it
-    comes a second time (a one-off call is not worth a capture); the latest graph is kept.
+    BY_TYPE_MIN_CENTRES centres in all (whose fitting nets need no per-type lists). A shape is captured when two
+    calls in a row have it (a one-off call is not worth a capture); the latest graph is kept.
 
     A list that overflows sel is noticed on the device (a flag in the outputs): the call then returns None, and
     `DeepPot.eval` repeats it eagerly, which keeps the same neighbours and warns which atoms overflowed.
