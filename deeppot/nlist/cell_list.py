@@ -105,10 +105,11 @@ def _build_frame(
     return ext_coord, ext_atype, mapping, nlist, count
 
 
-def _frame_rows(coord: Tensor, atype: Tensor, cell: FrameCell | None, rcut: float, chunk_elems: int
+def _frame_rows(coord: Tensor, atype: Tensor, cell: FrameCell | None, rcut: float, chunk_elems: int | None
                 ) -> tuple[Tensor, Tensor, Tensor, Iterator[tuple[int, Tensor]]]:
     """One frame's extended atoms and, chunk by chunk of centres (about chunk_elems candidate pairs each, so that
-    memory stays bounded), the (first centre, `pair_rows`) of its centres: ext_coord, ext_atype, mapping, chunks."""
+    memory stays bounded; None: one chunk), the (first centre, `pair_rows`) of its centres: ext_coord, ext_atype,
+    mapping, chunks."""
     nloc = coord.shape[0]
     if nloc == 0:
         raise ValueError("the cell list needs at least one atom per frame")
@@ -116,9 +117,7 @@ def _frame_rows(coord: Tensor, atype: Tensor, cell: FrameCell | None, rcut: floa
     pos = ext_coord.detach()
     bins = bin_atoms(pos, rcut)
     seg_start, seg_len = _segments(bins, torch.arange(nloc, device=pos.device))
-    pairs = torch.cumsum(seg_len.sum(dim=1), 0).cpu()  # one host sync for the split points
-    ends = torch.searchsorted(pairs, torch.arange(1, int(pairs[-1]) // chunk_elems + 1) * chunk_elems).tolist()
-    bounds = sorted({0, nloc, *(min(max(e, 1), nloc) for e in ends)})
+    bounds = [0, nloc] if chunk_elems is None else _chunk_bounds(seg_len, chunk_elems)
     pos_sorted, type_sorted = pos[bins.order], ext_atype[bins.order]
     rows_of = _pair_rows_on(pos.device)
     chunks = ((a, rows_of(pos, pos_sorted, type_sorted, bins.order, seg_start[a:b], seg_len[a:b], a, rcut))
@@ -126,12 +125,20 @@ def _frame_rows(coord: Tensor, atype: Tensor, cell: FrameCell | None, rcut: floa
     return ext_coord, ext_atype, mapping, chunks
 
 
+def _chunk_bounds(seg_len: Tensor, chunk_elems: int) -> list[int]:
+    """First centres of chunks of about chunk_elems candidate pairs each, and the centre count (one host sync)."""
+    pairs = torch.cumsum(seg_len.sum(dim=1), 0).cpu()
+    ends = torch.searchsorted(pairs, torch.arange(1, int(pairs[-1]) // chunk_elems + 1) * chunk_elems).tolist()
+    return sorted({0, seg_len.shape[0], *(min(max(e, 1), seg_len.shape[0]) for e in ends)})
+
+
 def build_candidates(coord: Tensor, atype: Tensor, box: Tensor | None, radius: float,
                      chunk_elems: int | None = None, ascending: bool = True) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Extended atoms and every atom within `radius` of each local atom: the candidates of a Verlet-skin list
     (`deeppot.infer.neighbors`), unselected and of no fixed width.
 
-    Arguments and the first three results as `build_cell_list`; then cand (nf, nloc, ncand) int64: each row's
+    Arguments and the first three results as `build_cell_list` (chunk_elems: by default one chunk where the pair
+    kernel runs, which stores no pairs); then cand (nf, nloc, ncand) int64: each row's
     extended indices in ascending order (or, if not `ascending`, in the order the bins hold them: no sort), -1
     padded at the end, ncand the fullest row. Atoms of type < 0 are no
     candidates (virtual centres keep theirs: the selection gives them no neighbours). On a GPU the rows may also
@@ -139,7 +146,8 @@ def build_candidates(coord: Tensor, atype: Tensor, box: Tensor | None, radius: f
     million candidates of 98,304 water atoms at 8 Å, run 193), which no selection within rcut < radius notices.
     """
     coord, cells = _wrapped(coord, box)
-    chunk_elems = chunk_elems or _chunk_elems(coord)
+    if chunk_elems is None and _pair_rows_on(coord.device) is pair_rows:  # the kernel stores no pairs: one chunk
+        chunk_elems = _chunk_elems(coord)
     frames, cands = [], []
     for f in range(atype.shape[0]):
         ext_coord, ext_atype, mapping, chunks = _frame_rows(coord[f], atype[f], cells[f], radius, chunk_elems)
