@@ -103,12 +103,10 @@ def bias_sample(systems: Sequence[System], ntypes: int, target: Sequence[np.ndar
 def model_energies(model: EnergyModel, systems: Sequence[System], device: torch.device | str | None) -> list:
     """The model's energy (nf,) of every frame of each system, with the chunked inference engine."""
     evaluator = Evaluator(model, device)
-    dev = evaluator.device
     energies = []
-    for s in systems:
-        coord = torch.from_numpy(s.coord).to(dev)
-        atype = torch.from_numpy(s.atype).to(dev).expand(s.nframes, -1)
-        box = None if s.box is None else torch.from_numpy(s.box).to(dev)
+    for s in systems:  # on the host: the evaluator copies each batch and plans from the host's copy
+        coord, atype = torch.from_numpy(s.coord), torch.from_numpy(s.atype).expand(s.nframes, -1)
+        box = None if s.box is None else torch.from_numpy(s.box)
         energies.append(evaluator.evaluate(coord, atype, box)["energy"].cpu().numpy())
     return energies
 
