@@ -184,7 +184,7 @@ def test_evaluating_prebuilt_data_again_needs_no_host_sync(precision):
 def test_a_whole_call_syncs_only_where_a_build_must():
     """`DeepPot.eval` of a 12,288-atom frame from NumPy: the host syncs left are the list build's own (the boxes
     read once, the ghost count, the bins' extent, the rows' width, the overflow flag; until run 204 also the split
-    of the candidate pairs) and the one copy back. Before run 198 a call made 25 (run 197's `sync_probe.py`)."""
+    of the candidate pairs) and the one copy back. Before run 198 a call made 24 (run 197's `sync_probe.py`)."""
     dp = DeepPot(water_model("float32"), "cuda")
     coord, cells, atype = supercell(4)
     dp.eval(coord[:1], cells[:1], atype)  # compiles the kernels
