@@ -34,6 +34,12 @@ log = logging.getLogger(__name__)
 OUTPUT_KEYS = ("energy", "force", "virial", "atom_energy", "atom_virial")
 
 
+def packed_outputs(out: dict[str, Tensor], atomic: bool) -> Tensor:
+    """`DeepPot.eval`'s outputs of `Evaluator.evaluate` flattened into one float64 tensor (OUTPUT_KEYS order, the
+    per-atom ones if `atomic`): one copy back to the host, where each copy is a sync."""
+    return torch.cat([out[key].reshape(-1) for key in (OUTPUT_KEYS if atomic else OUTPUT_KEYS[:3])])
+
+
 def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
@@ -264,13 +270,11 @@ class DeepPot:
             raise ValueError(f"DeepPot.eval: unsupported arguments {sorted(kwargs)} for an se_e2_a energy model")
         coord, atype, box = standard_input(coords, cells, atom_types, self.get_ntypes(), mixed_type)
         inputs = torch.from_numpy(coord), torch.from_numpy(atype), None if box is None else torch.from_numpy(box)
-        keys = OUTPUT_KEYS if atomic else OUTPUT_KEYS[:3]
         values = None if self.graphed is None else self.graphed(*inputs, atomic)
         if values is None:
-            out = self.evaluator.evaluate(*inputs, atomic)
-            # one copy back (on a GPU each copy is a host sync), then NumPy views of its parts
-            values = torch.cat([out[key].reshape(-1) for key in keys]).cpu().numpy()
+            values = packed_outputs(self.evaluator.evaluate(*inputs, atomic), atomic).cpu().numpy()
         nf, natoms = atype.shape
+        keys = OUTPUT_KEYS if atomic else OUTPUT_KEYS[:3]  # NumPy views of the parts of the one copy
         shapes = {"energy": (nf, 1), "force": (nf, natoms, 3), "virial": (nf, 9), "atom_energy": (nf, natoms, 1),
                   "atom_virial": (nf, natoms, 9)}
         parts = np.split(values, np.cumsum([math.prod(shapes[key]) for key in keys])[:-1])

@@ -29,11 +29,12 @@ import torch
 from torch import Tensor
 
 from deeppot.cuda_graph import capture
-from deeppot.infer.deep_pot import OUTPUT_KEYS, Evaluator
+from deeppot.infer.deep_pot import Evaluator, packed_outputs
 from deeppot.infer.evaluate import FlatNeighbors
 from deeppot.nlist import REFERENCE_MAX_PAIRS, reference_pairs
 from deeppot.nlist.ghosts import extend_with_shifts, image_shifts, nbuff_for
 from deeppot.nlist.reference import reference_rows
+from deeppot.nlist.selection import mask_virtual_centres, overflowed
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +176,7 @@ class GraphedCall:
 
     def __call__(self, coord: Tensor, atype: Tensor, box: Tensor | None, atomic: bool) -> np.ndarray | None:
         """coord (nf, natoms, 3) float64, atype (nf, natoms) int64, box (nf, 3, 3) float64 or None, on the host:
-        `DeepPot.eval`'s outputs flattened in OUTPUT_KEYS order (float64), or None where no graph serves the call."""
+        `DeepPot.eval`'s outputs flattened (`packed_outputs`), or None where no graph serves the call."""
         key = self.key(coord, box, atomic)
         if key is None or (key != self.seen and (self.captured is None or self.captured.key != key)):
             self.seen = key
@@ -197,10 +198,10 @@ class GraphedCall:
         nf, natoms = coord.shape[:2]
         if nf * natoms >= BY_TYPE_MIN_CENTRES:
             return None
-        nbuff = None if box is None else nbuff_for(box, self.evaluator.model.rcut)
-        if nf * reference_pairs(coord, box, self.evaluator.model.rcut, nbuff) > REFERENCE_MAX_PAIRS["cuda"]:
+        rcut = self.evaluator.model.rcut
+        if nf * reference_pairs(coord, box, rcut) > REFERENCE_MAX_PAIRS["cuda"]:
             return None
-        return nf, natoms, None if nbuff is None else tuple(nbuff), atomic
+        return nf, natoms, None if box is None else tuple(nbuff_for(box, rcut)), atomic
 
     def _capture(self, key: tuple, coord: Tensor, atype: Tensor, box: Tensor | None, atomic: bool) -> _CallGraph:
         self.captured = None  # free the old graph's memory first
@@ -225,12 +226,11 @@ class GraphedCall:
         model, nloc = self.evaluator.model, coord.shape[1]
         ext_coord, ext_atype, mapping = extend_with_shifts(coord, atype, box, shifts)
         nlist, count = reference_rows(ext_coord, ext_atype, nloc, model.rcut, model.sel)
-        real = (atype >= 0)[..., None]
-        over = (torch.stack([count[..., t] > width for t, width in enumerate(model.sel)], dim=-1) & real).any()
-        flat = FlatNeighbors.from_frames(ext_coord, ext_atype, nlist.masked_fill(~real, -1), mapping)
+        nlist = mask_virtual_centres(nlist, count, atype, model.sel, model.rcut, check_overflow=False)
+        flat = FlatNeighbors.from_frames(ext_coord, ext_atype, nlist, mapping)
         out = self.evaluator.evaluate_neighbors(flat, atomic, self.pair_stage)
-        keys = OUTPUT_KEYS if atomic else OUTPUT_KEYS[:3]
-        return torch.cat([*(out[k].reshape(-1) for k in keys), over.to(torch.float64).reshape(1)])
+        over = overflowed(count, atype, model.sel)
+        return torch.cat([packed_outputs(out, atomic), over.to(torch.float64).reshape(1)])
 
 
 __all__ = ["GraphedCall", "GraphedEvaluation"]

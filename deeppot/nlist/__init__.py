@@ -55,16 +55,15 @@ class NeighborData:
     nlist: Tensor  # (nf, nloc, nnei) int64 indices into the extended atoms, -1 padded
 
 
-def reference_pairs(coord: Tensor, box: Tensor | None, rcut: float, nbuff: Sequence[int] | None = None) -> int:
+def reference_pairs(coord: Tensor, box: Tensor | None, rcut: float) -> int:
     """Pairs the O(N^2) reference examines per frame: nloc * nall with every periodic image of the cell.
 
-    coord: (nf, nloc, 3); box: (nf, 3, 3), (nf, 9) or None. Reads the box on the host (a sync if it is on a GPU),
-    unless its image layers `nbuff_for(box, rcut)` are given.
+    coord: (nf, nloc, 3); box: (nf, 3, 3), (nf, 9) or None. Reads the box on the host (a sync if it is on a GPU).
     """
     nf, nloc = coord.shape[:2]
     nall = nloc
     if box is not None:
-        nbuff = nbuff if nbuff is not None else nbuff_for(as_box(box, nf, box.dtype), rcut)
+        nbuff = nbuff_for(as_box(box, nf, box.dtype), rcut)
         nall = nloc * math.prod(2 * n + 1 for n in nbuff)
     return nloc * nall
 

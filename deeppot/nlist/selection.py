@@ -102,6 +102,14 @@ def split_by_type(idx: Tensor, itype: Tensor, sel: Sequence[int], overflow: bool
     return (out[..., :nnei], over) if overflow else out[..., :nnei]
 
 
+def overflowed(count: Tensor, atype_loc: Tensor, sel: Sequence[int]) -> Tensor:
+    """Whether a real centre (type >= 0) has more neighbours of a type than its sel: count (..., nloc, ntypes),
+    atype_loc (..., nloc) -> 0-dim bool on the device, without a host sync (a CUDA graph can capture it; sel stays
+    Python ints, so nothing is copied from the host)."""
+    over = torch.stack([count[..., t] > width for t, width in enumerate(sel)], dim=-1)
+    return (over & (atype_loc >= 0)[..., None]).any()
+
+
 def warn_overflow(count: Tensor, sel: Sequence[int], rcut: float, max_report: int = 5) -> None:
     """Emit one NeighborOverflowWarning naming the worst (frame, atom, type) overflows, if any.
 

@@ -17,8 +17,15 @@ import torch
 from torch import Tensor
 
 from deeppot.nlist import choose_method
-from deeppot.nlist.cell_list import FrameCell, _candidate_pairs, _segments, bin_atoms, extend_frame  # its steps
-from deeppot.nlist.ghosts import as_box, extend_coords, host_cells, wrap_coords, wrap_fractional
+from deeppot.nlist.cell_list import (  # the builder's own steps
+    _candidate_pairs,
+    _chunk_bounds,
+    _segments,
+    _wrapped,
+    bin_atoms,
+    extend_frame,
+)
+from deeppot.nlist.ghosts import as_box, extend_coords
 
 __all__ = ["frame_neighbor_stat"]
 
@@ -73,23 +80,16 @@ def _stat_reference(coord: Tensor, group: Tensor, box: Tensor | None, rcut: floa
 def _stat_cell_frame(coord: Tensor, group: Tensor, box: Tensor | None, rcut: float,
                      ngroups: int) -> tuple[Tensor, Tensor]:
     """One frame with the cell list: coord (1, nloc, 3), group (nloc,), box (1, 3, 3) | None."""
-    cell = None
-    if box is not None:
-        cell = FrameCell(wrap_fractional(coord, box)[0], box[0], host_cells(box)[0])
-        coord = wrap_coords(coord, box)
-    ext_coord, ext_group, _ = extend_frame(coord[0], group, cell, rcut)
+    coord, cells = _wrapped(coord, box)
+    ext_coord, ext_group, _ = extend_frame(coord[0], group, cells[0], rcut)
     bins = bin_atoms(ext_coord, rcut)
     nloc = coord.shape[1]
     seg_start, seg_len = _segments(bins, torch.arange(nloc, device=coord.device))
-    pairs = torch.cumsum(seg_len.sum(dim=1), 0).cpu()  # candidate pairs up to each centre (one host sync)
-    ends = torch.searchsorted(pairs, torch.arange(1, int(pairs[-1]) // _CELL_CHUNK_PAIRS + 1) * _CELL_CHUNK_PAIRS)
-    bounds = sorted({0, nloc, *(min(max(int(e), 1), nloc) for e in ends)})
     count = torch.zeros(nloc * ngroups, dtype=torch.int64, device=coord.device)
     min_dist = torch.full((), math.inf, dtype=torch.float64, device=coord.device)
     pos_sorted, group_sorted = ext_coord[bins.order], ext_group[bins.order]
-    for a, b in itertools.pairwise(bounds):
-        total = int(pairs[b - 1] - (pairs[a - 1] if a > 0 else 0))
-        row, at = _candidate_pairs(seg_start[a:b], seg_len[a:b], total)
+    for a, b in itertools.pairwise(_chunk_bounds(seg_len, _CELL_CHUNK_PAIRS)):
+        row, at = _candidate_pairs(seg_start[a:b], seg_len[a:b], int(seg_len[a:b].sum()))
         centre = row + a
         rr = torch.linalg.norm(pos_sorted[at] - ext_coord[centre], dim=-1)
         real = (bins.order[at] != centre) & (group_sorted[at] >= 0) & (group[centre] >= 0)

@@ -76,3 +76,19 @@ def test_auto_sel_truncates_then_rounds_up_to_four():
     # int(36 * 1.1) = 39 -> 40; int(69 * 1.1) = 75 -> 76; int(40 * 1.1) = 44 -> 44; 0 -> 0
     assert auto_sel(np.array([36, 69, 40, 0]), 1.1) == [40, 76, 44, 0]
     assert auto_sel(np.array([10]), 1.5) == [16]  # int(15.0) = 15 -> 16
+
+
+def test_cell_pass_in_many_chunks_matches_the_reference(monkeypatch):
+    """The cell-list pass split into chunks of 500 candidate pairs (a skewed cell, atoms outside it): the counts
+    and the closest distance of the O(N^2) reference."""
+    from deeppot.nlist import stat
+
+    gen = torch.Generator().manual_seed(1)
+    box = torch.tensor([[[9.0, 0, 0], [1.5, 8.0, 0], [0.5, -1.0, 7.5]]], dtype=torch.float64)
+    coord = (torch.rand(1, 150, 3, generator=gen, dtype=torch.float64) * 1.4 - 0.2) @ box
+    atype = torch.randint(0, 2, (1, 150), generator=gen)
+    count, dist = frame_neighbor_stat(coord, atype, box, 4.0, 2, method="reference")
+    monkeypatch.setattr(stat, "_CELL_CHUNK_PAIRS", 500)
+    cell_count, cell_dist = frame_neighbor_stat(coord, atype, box, 4.0, 2, method="cell")
+    assert cell_count.tolist() == count.tolist() and count.min() > 0
+    assert float(cell_dist[0]) == pytest.approx(float(dist[0]), rel=1e-12)
