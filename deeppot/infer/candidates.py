@@ -16,12 +16,12 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from deeppot.nlist import NeighborData, build_neighbor_data, choose_method
+from deeppot.nlist import NeighborData, build_neighbor_data, choose_method, extend_coords
 from deeppot.nlist.cell_list import build_candidates
 from deeppot.nlist.selection import distance, split_by_type, warn_overflow
 
-__all__ = ["candidate_types", "evaluation_neighbors", "select_from_candidates", "select_in_candidate_order",
-           "unsorted_selection"]
+__all__ = ["candidate_types", "evaluation_neighbors", "select_all_pairs", "select_from_candidates",
+           "select_in_candidate_order", "unsorted_selection"]
 
 
 def select_from_candidates(
@@ -78,17 +78,17 @@ def candidate_distances(ext_coord: Tensor, candidates: Tensor) -> tuple[Tensor, 
 
 
 @functools.cache  # called every MD step: the choice is made once per device
-def unsorted_selection(device: torch.device):
-    """`select_in_candidate_order`, or on a CUDA device with Triton its one-kernel twin
-    (`deeppot.kernels.selection`, equal entry for entry)."""
+def unsorted_selection(device: torch.device, all_pairs: bool = False):
+    """`select_in_candidate_order` (or with all_pairs `select_all_pairs`), or on a CUDA device with Triton its
+    one-kernel twin (`deeppot.kernels.selection`, equal entry for entry)."""
     if device.type == "cuda":
         from deeppot.kernels import embedding
 
         if embedding.triton is not None:
-            from deeppot.kernels.selection import select_in_candidate_order as kernel
+            from deeppot.kernels import selection
 
-            return kernel
-    return select_in_candidate_order
+            return selection.select_all_pairs if all_pairs else selection.select_in_candidate_order
+    return select_all_pairs if all_pairs else select_in_candidate_order
 
 
 def select_in_candidate_order(ext_coord: Tensor, ext_atype: Tensor, candidates: Tensor, cand_type: Tensor,
@@ -108,6 +108,21 @@ def select_in_candidate_order(ext_coord: Tensor, ext_atype: Tensor, candidates: 
         return split_by_type(j, torch.where(within, cand_type, -1), sel, overflow=True)
 
 
+def select_all_pairs(ext_coord: Tensor, ext_atype: Tensor, nloc: int, rcut: float, sel: Sequence[int]
+                     ) -> tuple[Tensor, Tensor]:
+    """`select_in_candidate_order` with every extended atom but the centre a candidate: the O(N^2) builder's
+    neighbours (`deeppot.nlist.reference`) in extended-index order, without its top-k and two sorts a row. No host
+    sync. Returns nlist (nf, nloc, sum(sel)) and the overflow flag (0-dim bool on the device)."""
+    nf, nall = ext_atype.shape
+    with torch.no_grad():
+        rr = distance(ext_coord[:, :nloc, None, :], ext_coord[:, None, :, :])  # (nf, nloc, nall)
+        idx = torch.arange(nall, device=ext_atype.device)
+        within = (rr <= rcut) & (idx[None, :] != torch.arange(nloc, device=idx.device)[:, None])
+        within &= (ext_atype >= 0)[:, None, :] & (ext_atype[:, :nloc] >= 0)[..., None]
+        itype = torch.where(within, ext_atype[:, None, :], -1)
+        return split_by_type(idx.expand(nf, nloc, nall), itype, sel, overflow=True)
+
+
 def candidate_types(ext_atype: Tensor, candidates: Tensor) -> Tensor:
     """The type of each candidate (nf, nloc, ncand) int64, -1 for padding; ext_atype (nf, nall)."""
     nf = candidates.shape[0]
@@ -119,21 +134,27 @@ def evaluation_neighbors(coord: Tensor, atype: Tensor, box: Tensor | None, rcut:
                          host_box: Tensor | None = None, sort: bool = False) -> NeighborData:
     """Neighbour data for one evaluation of these frames (arguments as `deeppot.nlist.build_neighbor_data`).
 
-    Small systems get DeePMD's list from the O(N^2) reference. Large ones get every neighbour within rcut from the
-    cell list, each block in the order the bins hold them (`build_candidates` at rcut, unsorted, then the selection
-    in candidate order): while no type exceeds its sel these are the neighbours of DeePMD's list, so the energies
-    are the same to rounding, without DeePMD's selection (a top-k and two sorts a row: 2.4 ms of the 98,304-atom
-    water build, run 194). When a type does (one host sync to know), the frames get DeePMD's list instead, which
-    keeps the nearest and warns. host_box: the box already on the host, when the caller has it (the choice of
-    builder then reads it without a sync). sort: DeePMD's list whatever the size, for a model whose slots are not
-    interchangeable (`deeppot.model.slots.interchangeable_slots`).
+    Every neighbour within rcut, each block in candidate order: for small systems every periodic image in
+    extended-index order (`select_all_pairs`), for large ones the cell list's rows in the order the bins hold them
+    (`build_candidates` at rcut, unsorted, then the selection in candidate order). While no type exceeds its sel
+    these are the neighbours of DeePMD's list, so the energies are the same to rounding, without DeePMD's selection
+    (a top-k and two sorts a row: 2.4 ms of the 98,304-atom water build, run 194). When a type does (one host sync
+    to know), the frames get DeePMD's list instead, which keeps the nearest and warns. host_box: the box already
+    on the host, when the caller has it (the choice of builder and the image layers then read it without a sync).
+    sort: DeePMD's list whatever the size, for a model whose slots are not interchangeable
+    (`deeppot.model.slots.interchangeable_slots`).
     """
     method = choose_method(coord, box if host_box is None else host_box, rcut)
-    if sort or method == "reference":
+    if sort:
         return build_neighbor_data(coord, atype, box, rcut, sel, method=method)
-    ext_coord, ext_atype, mapping, cand = build_candidates(coord, atype, box, rcut, ascending=False)
-    nlist, over = unsorted_selection(coord.device)(ext_coord, ext_atype, cand, candidate_types(ext_atype, cand),
-                                                   rcut, sel)
+    if method == "reference":
+        ext_coord, ext_atype, mapping = extend_coords(coord, atype, box, rcut, host_box)
+        nlist, over = unsorted_selection(coord.device, all_pairs=True)(ext_coord, ext_atype, coord.shape[1], rcut,
+                                                                      sel)
+    else:
+        ext_coord, ext_atype, mapping, cand = build_candidates(coord, atype, box, rcut, ascending=False)
+        nlist, over = unsorted_selection(coord.device)(ext_coord, ext_atype, cand, candidate_types(ext_atype, cand),
+                                                       rcut, sel)
     if bool(over):
-        return build_neighbor_data(coord, atype, box, rcut, sel, method="cell")
+        return build_neighbor_data(coord, atype, box, rcut, sel, method=method)
     return NeighborData(ext_coord, ext_atype, mapping, nlist)

@@ -29,6 +29,7 @@ import torch
 from torch import Tensor
 
 from deeppot.cuda_graph import capture
+from deeppot.infer.candidates import unsorted_selection
 from deeppot.infer.deep_pot import Evaluator, packed_outputs
 from deeppot.infer.evaluate import FlatNeighbors
 from deeppot.nlist import REFERENCE_MAX_PAIRS, reference_pairs
@@ -223,14 +224,22 @@ class GraphedCall:
     def _call(self, coord: Tensor, atype: Tensor, box: Tensor | None, shifts: Tensor | None, atomic: bool
               ) -> Tensor:
         """The call the graph replays (the evaluator's own steps for such frames, without host syncs)."""
-        model, nloc = self.evaluator.model, coord.shape[1]
         ext_coord, ext_atype, mapping = extend_with_shifts(coord, atype, box, shifts)
-        nlist, count = reference_rows(ext_coord, ext_atype, nloc, model.rcut, model.sel)
-        nlist = mask_virtual_centres(nlist, count, atype, model.sel, model.rcut, check_overflow=False)
+        nlist, over = self._rows(ext_coord, ext_atype, atype)
         flat = FlatNeighbors.from_frames(ext_coord, ext_atype, nlist, mapping)
         out = self.evaluator.evaluate_neighbors(flat, atomic, self.pair_stage)
-        over = overflowed(count, atype, model.sel)
         return torch.cat([packed_outputs(out, atomic), over.to(torch.float64).reshape(1)])
+
+    def _rows(self, ext_coord: Tensor, ext_atype: Tensor, atype: Tensor) -> tuple[Tensor, Tensor]:
+        """The list of `evaluation_neighbors` for such frames (DeePMD's sorted one where the model needs it) and
+        whether a type overflowed its sel."""
+        model, nloc = self.evaluator.model, atype.shape[1]
+        if not self.evaluator.sorted_lists:
+            return unsorted_selection(ext_coord.device, all_pairs=True)(ext_coord, ext_atype, nloc, model.rcut,
+                                                                         model.sel)
+        nlist, count = reference_rows(ext_coord, ext_atype, nloc, model.rcut, model.sel)
+        nlist = mask_virtual_centres(nlist, count, atype, model.sel, model.rcut, check_overflow=False)
+        return nlist, overflowed(count, atype, model.sel)
 
 
 __all__ = ["GraphedCall", "GraphedEvaluation"]

@@ -58,6 +58,47 @@ if embedding.triton is not None:
             over = over | (count > SEL[t])
         tl.atomic_max(over_ptr, 1, mask=over, sem="relaxed")
 
+    @triton.jit
+    def _all_pairs_kernel(ext_coord_ptr, ext_atype_ptr, nlist_ptr, over_ptr, nloc, nall, nnei, rcut_ptr,
+                          BLOCK: tl.constexpr, NTYPES: tl.constexpr, TYPES_PAD: tl.constexpr, SEL: tl.constexpr,
+                          START: tl.constexpr, SEL_PAD: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)  # centre i of frame f: row = f * nloc + i
+        base, i = (row // nloc) * nall, row % nloc
+        centre = base + i
+        cx = tl.load(ext_coord_ptr + centre * 3)
+        cy = tl.load(ext_coord_ptr + centre * 3 + 1)
+        cz = tl.load(ext_coord_ptr + centre * 3 + 2)
+        real_centre = tl.load(ext_atype_ptr + centre) >= 0
+        rcut = tl.load(rcut_ptr)
+        out = nlist_ptr + row * nnei
+        tix = tl.arange(0, TYPES_PAD)
+        counts = tl.zeros([TYPES_PAD], tl.int32)  # neighbours of each type so far: the next block's ranks start there
+        start = 0
+        while start < nall:  # a while loop: Triton 3.6's interpreter cannot run a for loop to a runtime bound
+            j = start + tl.arange(0, BLOCK)
+            jtype = tl.load(ext_atype_ptr + base + j, mask=(j < nall) & real_centre, other=-1)
+            real = (jtype >= 0) & (j != i)
+            dx = _coordinate(ext_coord_ptr, base + j, 0, real) - cx
+            dy = _coordinate(ext_coord_ptr, base + j, 1, real) - cy
+            dz = _coordinate(ext_coord_ptr, base + j, 2, real) - cz
+            within = real & (tl.sqrt(dx * dx + dy * dy + dz * dz) <= rcut)
+            for t in tl.static_range(NTYPES):
+                is_t = within & (jtype == t)
+                rank = tl.sum(tl.where(tix == t, counts, 0), axis=0) + tl.cumsum(is_t.to(tl.int32), axis=0) - 1
+                tl.store(out + START[t] + rank, j.to(tl.int64), mask=is_t & (rank < SEL[t]))
+                counts += tl.where(tix == t, tl.sum(is_t.to(tl.int32), axis=0), 0)
+            start += BLOCK
+        slot = tl.arange(0, SEL_PAD)
+        over = tl.zeros([], tl.int1)
+        for t in tl.static_range(NTYPES):
+            count = tl.sum(tl.where(tix == t, counts, 0), axis=0)
+            tl.store(out + START[t] + slot, tl.full([SEL_PAD], -1, tl.int64), mask=(slot >= count) & (slot < SEL[t]))
+            over = over | (count > SEL[t])
+        tl.atomic_max(over_ptr, 1, mask=over, sem="relaxed")
+
+
+ALL_PAIRS_BLOCK = 1024  # extended atoms a program of `select_all_pairs` reads at once
+
 
 @functools.cache
 def _cutoff(rcut: float, dtype: torch.dtype, device: torch.device) -> Tensor:
@@ -86,4 +127,21 @@ def select_in_candidate_order(ext_coord: Tensor, ext_atype: Tensor, candidates: 
     return nlist, over[0].bool()
 
 
-__all__ = ["select_in_candidate_order"]
+def select_all_pairs(ext_coord: Tensor, ext_atype: Tensor, nloc: int, rcut: float, sel: Sequence[int]
+                     ) -> tuple[Tensor, Tensor]:
+    """The twin of `deeppot.infer.candidates.select_all_pairs`: one program a centre walks every extended atom in
+    blocks, keeping each type's count so far (no (nloc, nall) array is made). No host synchronisation."""
+    nf, nall = ext_atype.shape
+    nlist = torch.empty(nf, nloc, sum(sel), dtype=torch.int64, device=ext_atype.device)
+    over = torch.zeros(1, dtype=torch.int32, device=ext_atype.device)
+    if nf * nloc == 0 or sum(sel) == 0:
+        return nlist.fill_(-1), over[0].bool()
+    _all_pairs_kernel[(nf * nloc,)](
+        ext_coord.detach().contiguous(), ext_atype.contiguous(), nlist, over, nloc, nall, sum(sel),
+        _cutoff(float(rcut), ext_coord.dtype, ext_coord.device), BLOCK=ALL_PAIRS_BLOCK, NTYPES=len(sel),
+        TYPES_PAD=triton.next_power_of_2(max(len(sel), 2)), SEL=tuple(sel), START=tuple(accumulate(sel, initial=0)),
+        SEL_PAD=triton.next_power_of_2(max(*sel, 2)), num_warps=4)
+    return nlist, over[0].bool()
+
+
+__all__ = ["select_all_pairs", "select_in_candidate_order"]

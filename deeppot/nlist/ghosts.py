@@ -93,7 +93,7 @@ def _layers(raw: bytes, nf: int, rcut: float) -> tuple[int, ...]:
 
 
 def extend_coords(
-    coord: Tensor, atype: Tensor, box: Tensor | None, rcut: float
+    coord: Tensor, atype: Tensor, box: Tensor | None, rcut: float, host_box: Tensor | None = None
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Local atoms followed by their periodic images (DeePMD-kit's `extend_coord_with_ghosts`).
 
@@ -102,6 +102,7 @@ def extend_coords(
         atype: (nf, nloc) int64 types.
         box: (nf, 3, 3) or (nf, 9) cell row vectors, or None for a non-periodic system.
         rcut: cutoff radius; every image within `rcut` of a local atom is present.
+        host_box: the box on the host, if the caller has it (the image layers are then found without a host sync).
 
     Returns:
         ext_coord (nf, nall, 3), ext_atype (nf, nall), mapping (nf, nall) with `nall = nshift * nloc`, extended
@@ -111,7 +112,8 @@ def extend_coords(
     if box is None:
         return extend_with_shifts(coord, atype, None, None)
     box = as_box(box, atype.shape[0], coord.dtype)
-    return extend_with_shifts(coord, atype, box, image_shifts(nbuff_for(box, rcut), coord.device))
+    nbuff = nbuff_for(box if host_box is None else as_box(host_box, atype.shape[0], torch.float64), rcut)
+    return extend_with_shifts(coord, atype, box, image_shifts(nbuff, coord.device))
 
 
 def extend_with_shifts(coord: Tensor, atype: Tensor, box: Tensor | None, shifts: Tensor | None

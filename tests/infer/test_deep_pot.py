@@ -125,11 +125,13 @@ def test_tf32_is_set_only_within_an_evaluation(model):
     assert torch.backends.cuda.matmul.allow_tf32 is False
 
 
+@pytest.mark.parametrize("per_slot", [False, True])
 @pytest.mark.parametrize("periodic", [True, False])
-def test_the_graphed_call_is_the_eager_call(model, periodic):
+def test_the_graphed_call_is_the_eager_call(model, periodic, per_slot):
     """What `GraphedCall` captures, run eagerly here (the graph itself needs CUDA: tests/gpu/test_infer.py):
     `DeepPot.eval`'s outputs flattened, and no overflow, for triclinic and non-periodic frames with a virtual
-    atom, per-atom outputs included."""
+    atom, per-atom outputs included; its list in index order, or sorted for a model whose statistics differ slot
+    by slot."""
     from deeppot.infer import Evaluator
     from deeppot.infer.deep_pot import OUTPUT_KEYS
     from deeppot.infer.graph import GraphedCall
@@ -140,7 +142,12 @@ def test_the_graphed_call_is_the_eager_call(model, periodic):
     box = box if periodic else None
     atype = atype.expand(3, -1).clone()
     atype[1, 4] = -1
+    if per_slot:
+        model = make_model(type_one_side=False, seed=5)
+        with torch.no_grad():
+            model.descriptor.davg.add_(0.05 * torch.rand_like(model.descriptor.davg))
     graphed = GraphedCall(Evaluator(model, "cpu"))
+    assert graphed.evaluator.sorted_lists == per_slot
     key = graphed.key(coord, box, True)
     assert key[:2] == (3, 11) and key[3] is True
     shifts = None if box is None else image_shifts(nbuff_for(box, model.rcut))

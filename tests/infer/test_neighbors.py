@@ -550,31 +550,49 @@ def test_evaluation_neighbors_are_deepmds_in_candidate_order(name, monkeypatch):
     assert (got.nlist[0, 1] == -1).all()
 
 
-def test_evaluation_neighbors_of_small_systems_are_the_references():
-    coord, atype, box, rcut, sel, _ = make_case("small")
+@pytest.mark.parametrize("name", ["small", "cluster", "skewed"])
+def test_evaluation_neighbors_of_small_systems_are_the_references_in_index_order(name, monkeypatch):
+    """Small systems (the O(N^2) builder's size; forced for the skewed cell): the reference's extended atoms, and
+    in every type block its neighbours in ascending extended index instead of distance; virtual centres get none."""
+    monkeypatch.setitem(REFERENCE_MAX_PAIRS, "cpu", 10**7)
+    coord, atype, box, rcut, sel, _ = make_case(name)
+    atype = atype.clone()
+    atype[1, 2] = -1
     got = evaluation_neighbors(coord, atype, box, rcut, sel)
     want = build_neighbor_data(coord, atype, box, rcut, sel, method="reference")
-    for a, b in zip((got.ext_coord, got.nlist, got.mapping), (want.ext_coord, want.nlist, want.mapping), strict=True):
+    for a, b in zip((got.ext_coord, got.mapping), (want.ext_coord, want.mapping), strict=True):
         assert torch.equal(a, b)
+    start = 0
+    for width in sel:
+        block, ref = got.nlist[..., start:start + width], want.nlist[..., start:start + width]
+        ascending = torch.where(ref >= 0, ref, torch.iinfo(torch.int64).max).sort(-1).values
+        assert torch.equal(block, ascending.masked_fill(ascending == torch.iinfo(torch.int64).max, -1))
+        start += width
+    assert (want.nlist >= 0).sum() > 0 and (got.nlist[1, 2] == -1).all()
 
 
-def test_evaluation_neighbors_take_deepmds_list_when_a_type_overflows(monkeypatch):
-    """More neighbours of a type than sel: the nearest are kept (DeePMD's list, the sorted cell list), with the
-    warning."""
-    monkeypatch.setitem(REFERENCE_MAX_PAIRS, "cpu", 0)
+BUILDERS = {"cell": 0, "reference": 10**8}  # REFERENCE_MAX_PAIRS["cpu"] that makes evaluation_neighbors use each
+
+
+@pytest.mark.parametrize("method", BUILDERS)
+def test_evaluation_neighbors_take_deepmds_list_when_a_type_overflows(method, monkeypatch):
+    """More neighbours of a type than sel: the nearest are kept (DeePMD's list, sorted), with the warning."""
+    monkeypatch.setitem(REFERENCE_MAX_PAIRS, "cpu", BUILDERS[method])
     coord, atype, box, rcut, _, _ = make_case("water")
     with pytest.warns(NeighborOverflowWarning):
         got = evaluation_neighbors(coord, atype, box, rcut, [20, 40])
     with pytest.warns(NeighborOverflowWarning):
-        want = fresh(coord, atype, box, rcut, [20, 40])
+        want = build_neighbor_data(coord, atype, box, rcut, [20, 40], method=method)
     assert torch.equal(got.nlist, want.nlist)
 
 
-def test_evaluation_neighbors_give_the_energies_of_deepmds_list(monkeypatch):
-    monkeypatch.setitem(REFERENCE_MAX_PAIRS, "cpu", 0)
+@pytest.mark.parametrize("method", BUILDERS)
+def test_evaluation_neighbors_give_the_energies_of_deepmds_list(method, monkeypatch):
+    monkeypatch.setitem(REFERENCE_MAX_PAIRS, "cpu", BUILDERS[method])
     model = make_model(rcut=4.0, sel=(80, 80))
     coord, atype, box, rcut, sel, _ = make_case("skewed")
-    lists = evaluation_neighbors(coord, atype, box, rcut, sel), fresh(coord, atype, box, rcut, sel)
+    lists = (evaluation_neighbors(coord, atype, box, rcut, sel),
+             build_neighbor_data(coord, atype, box, rcut, sel, method=method))
     assert not torch.equal(lists[0].nlist, lists[1].nlist)  # really another order
     out = []
     for nd in lists:
