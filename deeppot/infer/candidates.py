@@ -3,7 +3,8 @@
 `select_from_candidates` is DeePMD's rule (the nearest sum(sel) within rcut, per-type blocks in ascending distance,
 spec §3.2); `select_in_candidate_order` keeps every candidate within rcut in candidate order, without the sort (what
 MD uses: the energy is a sum over a block's slots); `unsorted_selection` picks it or its one-kernel twin
-(`deeppot.kernels.selection`) by device. Both split by type with `deeppot.nlist.selection.split_by_type`, the
+(`deeppot.kernels.selection`) by device; `cell_neighbors` applies it to the cell list's rows at rcut (on a GPU in the
+cell list's own walk of its bins). Both split by type with `deeppot.nlist.selection.split_by_type`, the
 sort-free split of every builder. `evaluation_neighbors` applies the unsorted rule to the cell list's neighbours
 within rcut: the list of a one-off evaluation (`deeppot.infer.Evaluator`).
 """
@@ -17,10 +18,10 @@ import torch
 from torch import Tensor
 
 from deeppot.nlist import NeighborData, build_neighbor_data, choose_method, extend_coords
-from deeppot.nlist.cell_list import build_candidates
+from deeppot.nlist.cell_list import frame_runs, pad_frames, pair_rows, wrapped_cells
 from deeppot.nlist.selection import distance, split_by_type, warn_overflow
 
-__all__ = ["candidate_types", "evaluation_neighbors", "select_all_pairs", "select_from_candidates",
+__all__ = ["candidate_types", "cell_neighbors", "evaluation_neighbors", "select_all_pairs", "select_from_candidates",
            "select_in_candidate_order", "unsorted_selection"]
 
 
@@ -78,16 +79,22 @@ def candidate_distances(ext_coord: Tensor, candidates: Tensor) -> tuple[Tensor, 
 
 
 @functools.cache  # called every MD step: the choice is made once per device
+def _kernels_on(device: torch.device) -> bool:
+    """Whether the selection's Triton twins run on this device: a CUDA device, with Triton installed."""
+    if device.type != "cuda":
+        return False
+    from deeppot.kernels import embedding
+
+    return embedding.triton is not None
+
+
 def unsorted_selection(device: torch.device, all_pairs: bool = False):
     """`select_in_candidate_order` (or with all_pairs `select_all_pairs`), or on a CUDA device with Triton its
     one-kernel twin (`deeppot.kernels.selection`, equal entry for entry)."""
-    if device.type == "cuda":
-        from deeppot.kernels import embedding
+    if _kernels_on(device):
+        from deeppot.kernels import selection
 
-        if embedding.triton is not None:
-            from deeppot.kernels import selection
-
-            return selection.select_all_pairs if all_pairs else selection.select_in_candidate_order
+        return selection.select_all_pairs if all_pairs else selection.select_in_candidate_order
     return select_all_pairs if all_pairs else select_in_candidate_order
 
 
@@ -130,13 +137,38 @@ def candidate_types(ext_atype: Tensor, candidates: Tensor) -> Tensor:
     return cand_type.masked_fill(candidates < 0, -1)
 
 
+def cell_neighbors(coord: Tensor, atype: Tensor, box: Tensor | None, rcut: float, sel: Sequence[int],
+                   host_box: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """`build_candidates` at rcut (unsorted) followed by `select_in_candidate_order`, frame by frame; on a GPU one
+    kernel a frame walks the bins' runs and puts each neighbour in its type block as it goes
+    (`deeppot.kernels.cell_pairs.select_pairs`: no row of candidates stored, no row width read back). Arguments as
+    `evaluation_neighbors`. Returns ext_coord, ext_atype, mapping (padded as `build_candidates` pads them), nlist
+    (nf, nloc, sum(sel)) and the overflow flag (0-dim bool on the device)."""
+    coord, cells = wrapped_cells(coord, box, host_box)
+    frames, lists, flags = [], [], []
+    for f in range(atype.shape[0]):
+        runs = frame_runs(coord[f], atype[f], cells[f], rcut)
+        if _kernels_on(coord.device):
+            from deeppot.kernels.cell_pairs import select_pairs
+
+            nlist, over = select_pairs(runs.ext_coord.detach(), runs.ext_atype, *runs[3:], rcut, sel)
+        else:
+            rows = pair_rows(runs.ext_coord.detach(), *runs[3:], 0, rcut)[None]
+            nlist, over = select_in_candidate_order(runs.ext_coord[None], runs.ext_atype[None], rows,
+                                                    candidate_types(runs.ext_atype[None], rows), rcut, sel)
+        frames.append(runs[:3])
+        lists.append(nlist.reshape(nlist.shape[-2:]))
+        flags.append(over)
+    return *pad_frames(frames, rcut), torch.stack(lists), torch.stack(flags).any()
+
+
 def evaluation_neighbors(coord: Tensor, atype: Tensor, box: Tensor | None, rcut: float, sel: Sequence[int],
                          host_box: Tensor | None = None, sort: bool = False) -> NeighborData:
     """Neighbour data for one evaluation of these frames (arguments as `deeppot.nlist.build_neighbor_data`).
 
     Every neighbour within rcut, each block in candidate order: for small systems every periodic image in
     extended-index order (`select_all_pairs`), for large ones the cell list's rows in the order the bins hold them
-    (`build_candidates` at rcut, unsorted, then the selection in candidate order). While no type exceeds its sel
+    (`cell_neighbors`). While no type exceeds its sel
     these are the neighbours of DeePMD's list, so the energies are the same to rounding, without DeePMD's selection
     (a top-k and two sorts a row: 2.4 ms of the 98,304-atom water build, run 194). When a type does (one host sync
     to know), the frames get DeePMD's list instead, which keeps the nearest and warns. host_box: the box already
@@ -152,9 +184,7 @@ def evaluation_neighbors(coord: Tensor, atype: Tensor, box: Tensor | None, rcut:
         nlist, over = unsorted_selection(coord.device, all_pairs=True)(ext_coord, ext_atype, coord.shape[1], rcut,
                                                                       sel)
     else:
-        ext_coord, ext_atype, mapping, cand = build_candidates(coord, atype, box, rcut, ascending=False)
-        nlist, over = unsorted_selection(coord.device)(ext_coord, ext_atype, cand, candidate_types(ext_atype, cand),
-                                                       rcut, sel)
+        ext_coord, ext_atype, mapping, nlist, over = cell_neighbors(coord, atype, box, rcut, sel, host_box)
     if bool(over):
         return build_neighbor_data(coord, atype, box, rcut, sel, method=method)
     return NeighborData(ext_coord, ext_atype, mapping, nlist)

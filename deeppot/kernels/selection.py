@@ -30,9 +30,35 @@ if embedding.triton is not None:
         return tl.load(ptr + atom * 3 + c, mask=live, other=0.0)
 
     @triton.jit
+    def append_by_type(out, j, jtype, within, counts, tix, NTYPES: tl.constexpr, SEL: tl.constexpr,
+                       START: tl.constexpr):
+        """Store the neighbours `within` of a block of candidates (indices j, types jtype) into their type blocks of
+        one row `out`, after the counts (TYPES_PAD,) of each type so far: the place of each is a prefix sum, as in
+        `deeppot.nlist.selection.split_by_type`. Returns the counts with this block's added."""
+        for t in tl.static_range(NTYPES):
+            is_t = within & (jtype == t)
+            rank = tl.sum(tl.where(tix == t, counts, 0), axis=0) + tl.cumsum(is_t.to(tl.int32), axis=0) - 1
+            tl.store(out + START[t] + rank, j.to(tl.int64), mask=is_t & (rank < SEL[t]))
+            counts += tl.where(tix == t, tl.sum(is_t.to(tl.int32), axis=0), 0)
+        return counts
+
+    @triton.jit
+    def close_blocks(out, over_ptr, counts, tix, NTYPES: tl.constexpr, SEL: tl.constexpr, START: tl.constexpr,
+                     SEL_PAD: tl.constexpr):
+        """Pad each type block of the row `out` after its counts[t] neighbours with -1, and raise the flag at
+        over_ptr if some type had more than its sel."""
+        slot = tl.arange(0, SEL_PAD)
+        over = tl.zeros([], tl.int1)
+        for t in tl.static_range(NTYPES):
+            count = tl.sum(tl.where(tix == t, counts, 0), axis=0)
+            tl.store(out + START[t] + slot, tl.full([SEL_PAD], -1, tl.int64), mask=(slot >= count) & (slot < SEL[t]))
+            over = over | (count > SEL[t])
+        tl.atomic_max(over_ptr, 1, mask=over, sem="relaxed")
+
+    @triton.jit
     def _select_kernel(ext_coord_ptr, ext_atype_ptr, cand_ptr, cand_type_ptr, nlist_ptr, over_ptr, nloc, nall,
-                       ncand, nnei, rcut_ptr, NCAND: tl.constexpr, NTYPES: tl.constexpr, SEL: tl.constexpr,
-                       START: tl.constexpr, SEL_PAD: tl.constexpr):
+                       ncand, nnei, rcut_ptr, NCAND: tl.constexpr, NTYPES: tl.constexpr, TYPES_PAD: tl.constexpr,
+                       SEL: tl.constexpr, START: tl.constexpr, SEL_PAD: tl.constexpr):
         row = tl.program_id(0).to(tl.int64)  # centre i of frame f: row = f * nloc + i
         base = (row // nloc) * nall  # the frame's first extended atom
         centre = base + row % nloc
@@ -46,17 +72,9 @@ if embedding.triton is not None:
         dy = _coordinate(ext_coord_ptr, at, 1, real) - tl.load(ext_coord_ptr + centre * 3 + 1)
         dz = _coordinate(ext_coord_ptr, at, 2, real) - tl.load(ext_coord_ptr + centre * 3 + 2)
         within = real & (tl.sqrt(dx * dx + dy * dy + dz * dz) <= tl.load(rcut_ptr))
-        out = nlist_ptr + row * nnei
-        slot = tl.arange(0, SEL_PAD)
-        over = tl.zeros([], tl.int1)
-        for t in tl.static_range(NTYPES):
-            is_t = within & (jtype == t)
-            rank = tl.cumsum(is_t.to(tl.int32), axis=0) - 1  # place of each type-t neighbour in its block
-            tl.store(out + START[t] + rank, j, mask=is_t & (rank < SEL[t]))
-            count = tl.sum(is_t.to(tl.int32), axis=0)
-            tl.store(out + START[t] + slot, tl.full([SEL_PAD], -1, tl.int64), mask=(slot >= count) & (slot < SEL[t]))
-            over = over | (count > SEL[t])
-        tl.atomic_max(over_ptr, 1, mask=over, sem="relaxed")
+        out, tix = nlist_ptr + row * nnei, tl.arange(0, TYPES_PAD)
+        counts = append_by_type(out, j, jtype, within, tl.zeros([TYPES_PAD], tl.int32), tix, NTYPES, SEL, START)
+        close_blocks(out, over_ptr, counts, tix, NTYPES, SEL, START, SEL_PAD)
 
     @triton.jit
     def _all_pairs_kernel(ext_coord_ptr, ext_atype_ptr, nlist_ptr, over_ptr, nloc, nall, nnei, rcut_ptr,
@@ -70,8 +88,7 @@ if embedding.triton is not None:
         cz = tl.load(ext_coord_ptr + centre * 3 + 2)
         real_centre = tl.load(ext_atype_ptr + centre) >= 0
         rcut = tl.load(rcut_ptr)
-        out = nlist_ptr + row * nnei
-        tix = tl.arange(0, TYPES_PAD)
+        out, tix = nlist_ptr + row * nnei, tl.arange(0, TYPES_PAD)
         counts = tl.zeros([TYPES_PAD], tl.int32)  # neighbours of each type so far: the next block's ranks start there
         start = 0
         while start < nall:  # a while loop: Triton 3.6's interpreter cannot run a for loop to a runtime bound
@@ -82,26 +99,22 @@ if embedding.triton is not None:
             dy = _coordinate(ext_coord_ptr, base + j, 1, real) - cy
             dz = _coordinate(ext_coord_ptr, base + j, 2, real) - cz
             within = real & (tl.sqrt(dx * dx + dy * dy + dz * dz) <= rcut)
-            for t in tl.static_range(NTYPES):
-                is_t = within & (jtype == t)
-                rank = tl.sum(tl.where(tix == t, counts, 0), axis=0) + tl.cumsum(is_t.to(tl.int32), axis=0) - 1
-                tl.store(out + START[t] + rank, j.to(tl.int64), mask=is_t & (rank < SEL[t]))
-                counts += tl.where(tix == t, tl.sum(is_t.to(tl.int32), axis=0), 0)
+            counts = append_by_type(out, j, jtype, within, counts, tix, NTYPES, SEL, START)
             start += BLOCK
-        slot = tl.arange(0, SEL_PAD)
-        over = tl.zeros([], tl.int1)
-        for t in tl.static_range(NTYPES):
-            count = tl.sum(tl.where(tix == t, counts, 0), axis=0)
-            tl.store(out + START[t] + slot, tl.full([SEL_PAD], -1, tl.int64), mask=(slot >= count) & (slot < SEL[t]))
-            over = over | (count > SEL[t])
-        tl.atomic_max(over_ptr, 1, mask=over, sem="relaxed")
+        close_blocks(out, over_ptr, counts, tix, NTYPES, SEL, START, SEL_PAD)
 
 
 ALL_PAIRS_BLOCK = 1024  # extended atoms a program of `select_all_pairs` reads at once
 
 
+def block_meta(sel: Sequence[int]) -> dict:
+    """The compile-time arguments of `append_by_type` and `close_blocks` for these block widths."""
+    return {"NTYPES": len(sel), "TYPES_PAD": triton.next_power_of_2(max(len(sel), 2)), "SEL": tuple(sel),
+            "START": tuple(accumulate(sel, initial=0)), "SEL_PAD": triton.next_power_of_2(max(*sel, 2))}
+
+
 @functools.cache
-def _cutoff(rcut: float, dtype: torch.dtype, device: torch.device) -> Tensor:
+def cutoff(rcut: float, dtype: torch.dtype, device: torch.device) -> Tensor:
     """rcut in the coordinates' precision on the device (as the twin compares it), made once: no host-to-device
     copy inside a CUDA-graph capture."""
     return torch.tensor([rcut], dtype=dtype, device=device)
@@ -121,9 +134,8 @@ def select_in_candidate_order(ext_coord: Tensor, ext_atype: Tensor, candidates: 
         return nlist.fill_(-1), over[0].bool()
     _select_kernel[(nf * nloc,)](
         ext_coord.detach().contiguous(), ext_atype.contiguous(), candidates.contiguous(), cand_type.contiguous(),
-        nlist, over, nloc, ext_coord.shape[1], ncand, sum(sel), _cutoff(float(rcut), ext_coord.dtype, ext_coord.device),
-        NCAND=triton.next_power_of_2(max(ncand, 2)), NTYPES=len(sel), SEL=tuple(sel),
-        START=tuple(accumulate(sel, initial=0)), SEL_PAD=triton.next_power_of_2(max(*sel, 2)), num_warps=4)
+        nlist, over, nloc, ext_coord.shape[1], ncand, sum(sel), cutoff(float(rcut), ext_coord.dtype, ext_coord.device),
+        NCAND=triton.next_power_of_2(max(ncand, 2)), **block_meta(sel), num_warps=4)
     return nlist, over[0].bool()
 
 
@@ -138,9 +150,8 @@ def select_all_pairs(ext_coord: Tensor, ext_atype: Tensor, nloc: int, rcut: floa
         return nlist.fill_(-1), over[0].bool()
     _all_pairs_kernel[(nf * nloc,)](
         ext_coord.detach().contiguous(), ext_atype.contiguous(), nlist, over, nloc, nall, sum(sel),
-        _cutoff(float(rcut), ext_coord.dtype, ext_coord.device), BLOCK=ALL_PAIRS_BLOCK, NTYPES=len(sel),
-        TYPES_PAD=triton.next_power_of_2(max(len(sel), 2)), SEL=tuple(sel), START=tuple(accumulate(sel, initial=0)),
-        SEL_PAD=triton.next_power_of_2(max(*sel, 2)), num_warps=4)
+        cutoff(float(rcut), ext_coord.dtype, ext_coord.device), BLOCK=ALL_PAIRS_BLOCK, **block_meta(sel),
+        num_warps=4)
     return nlist, over[0].bool()
 
 

@@ -78,10 +78,10 @@ def build_cell_list(
         largest per-frame count, shorter frames are padded with type -1, mapping 0 atoms placed beyond rcut.
     """
     nf = atype.shape[0]
-    coord, cells = _wrapped(coord, box)
+    coord, cells = wrapped_cells(coord, box)
     chunk_elems = chunk_elems or _chunk_elems(coord)
     frames = [_build_frame(coord[f], atype[f], cells[f], rcut, sel, chunk_elems) for f in range(nf)]
-    ext_coord, ext_atype, mapping = _pad_frames([fr[:3] for fr in frames], rcut)
+    ext_coord, ext_atype, mapping = pad_frames([fr[:3] for fr in frames], rcut)
     nlist = torch.stack([fr[3] for fr in frames])
     count = torch.stack([fr[4] for fr in frames])
     nlist = mask_virtual_centres(nlist, count, atype, sel, rcut, check_overflow)
@@ -105,11 +105,22 @@ def _build_frame(
     return ext_coord, ext_atype, mapping, nlist, count
 
 
-def _frame_rows(coord: Tensor, atype: Tensor, cell: FrameCell | None, rcut: float, chunk_elems: int | None
-                ) -> tuple[Tensor, Tensor, Tensor, Iterator[tuple[int, Tensor]]]:
-    """One frame's extended atoms and, chunk by chunk of centres (about chunk_elems candidate pairs each, so that
-    memory stays bounded; None: one chunk), the (first centre, `pair_rows`) of its centres: ext_coord, ext_atype,
-    mapping, chunks."""
+class FrameRuns(NamedTuple):
+    """One frame's extended atoms, binned, and each centre's candidate runs: what `pair_rows` walks."""
+
+    ext_coord: Tensor  # (nall, 3), differentiable in the frame's coord and box
+    ext_atype: Tensor  # (nall,)
+    mapping: Tensor  # (nall,)
+    pos_sorted: Tensor  # (nall, 3) the positions in bin order (detached)
+    type_sorted: Tensor  # (nall,) the types in bin order
+    order: Tensor  # (nall,) the extended index of each atom in bin order
+    seg_start: Tensor  # (nloc, nseg) each centre's runs (`_segments`)
+    seg_len: Tensor  # (nloc, nseg)
+
+
+def frame_runs(coord: Tensor, atype: Tensor, cell: FrameCell | None, rcut: float) -> FrameRuns:
+    """One frame (coord wrapped into the cell when periodic, its FrameCell or None): its ghosts, its bins and the
+    runs of bins within reach of each local atom."""
     nloc = coord.shape[0]
     if nloc == 0:
         raise ValueError("the cell list needs at least one atom per frame")
@@ -117,12 +128,22 @@ def _frame_rows(coord: Tensor, atype: Tensor, cell: FrameCell | None, rcut: floa
     pos = ext_coord.detach()
     bins = bin_atoms(pos, rcut)
     seg_start, seg_len = _segments(bins, torch.arange(nloc, device=pos.device))
-    bounds = [0, nloc] if chunk_elems is None else _chunk_bounds(seg_len, chunk_elems)
-    pos_sorted, type_sorted = pos[bins.order], ext_atype[bins.order]
-    rows_of = _pair_rows_on(pos.device)
-    chunks = ((a, rows_of(pos, pos_sorted, type_sorted, bins.order, seg_start[a:b], seg_len[a:b], a, rcut))
-              for a, b in itertools.pairwise(bounds))
-    return ext_coord, ext_atype, mapping, chunks
+    return FrameRuns(ext_coord, ext_atype, mapping, pos[bins.order], ext_atype[bins.order], bins.order, seg_start,
+                     seg_len)
+
+
+def _frame_rows(coord: Tensor, atype: Tensor, cell: FrameCell | None, rcut: float, chunk_elems: int | None
+                ) -> tuple[Tensor, Tensor, Tensor, Iterator[tuple[int, Tensor]]]:
+    """One frame's extended atoms and, chunk by chunk of centres (about chunk_elems candidate pairs each, so that
+    memory stays bounded; None: one chunk), the (first centre, `pair_rows`) of its centres: ext_coord, ext_atype,
+    mapping, chunks."""
+    runs = frame_runs(coord, atype, cell, rcut)
+    nloc = coord.shape[0]
+    bounds = [0, nloc] if chunk_elems is None else _chunk_bounds(runs.seg_len, chunk_elems)
+    rows_of = _pair_rows_on(coord.device)
+    chunks = ((a, rows_of(runs.ext_coord.detach(), runs.pos_sorted, runs.type_sorted, runs.order,
+                          runs.seg_start[a:b], runs.seg_len[a:b], a, rcut)) for a, b in itertools.pairwise(bounds))
+    return runs.ext_coord, runs.ext_atype, runs.mapping, chunks
 
 
 def _chunk_bounds(seg_len: Tensor, chunk_elems: int) -> list[int]:
@@ -145,7 +166,7 @@ def build_candidates(coord: Tensor, atype: Tensor, box: Tensor | None, radius: f
     hold atoms a hair beyond radius (within `deeppot.kernels.cell_pairs.MARGIN` of it, relative: ~600 of the 21
     million candidates of 98,304 water atoms at 8 Å, run 193), which no selection within rcut < radius notices.
     """
-    coord, cells = _wrapped(coord, box)
+    coord, cells = wrapped_cells(coord, box)
     if chunk_elems is None and _pair_rows_on(coord.device) is pair_rows:  # the kernel stores no pairs: one chunk
         chunk_elems = _chunk_elems(coord)
     frames, cands = [], []
@@ -156,17 +177,19 @@ def build_candidates(coord: Tensor, atype: Tensor, box: Tensor | None, radius: f
         if ascending:
             rows = [_ascending(r, ext_coord.shape[0]) for r in rows]
         cands.append(_padded_cat(rows)[None])
-    return *_pad_frames(frames, radius), _padded_cat(cands)
+    return *pad_frames(frames, radius), _padded_cat(cands)
 
 
-def _wrapped(coord: Tensor, box: Tensor | None) -> tuple[Tensor, list[FrameCell | None]]:
+def wrapped_cells(coord: Tensor, box: Tensor | None, host_box: Tensor | None = None
+                  ) -> tuple[Tensor, list[FrameCell | None]]:
     """coord (nf, nloc, 3) wrapped into the cell and each frame's FrameCell, or coord as it is and None per frame
     (non-periodic). Wrapped for the whole batch with the reference's own expressions (`wrap_coords`), so that the
-    builders agree bitwise; the boxes are read on the host once, here, while the GPU has little queued."""
+    builders agree bitwise; the boxes are read on the host once, here, while the GPU has little queued (host_box:
+    the caller's host copy, which saves that read)."""
     if box is None:
         return coord, [None] * coord.shape[0]
     boxes = as_box(box, coord.shape[0], coord.dtype)
-    host = host_cells(boxes)
+    host = host_cells(boxes if host_box is None else as_box(host_box, coord.shape[0], torch.float64))
     frac = wrap_fractional(coord, boxes)
     cells = [FrameCell(*parts) for parts in zip(frac.unbind(0), boxes.unbind(0), host.unbind(0), strict=True)]
     return frac_to_cart(frac, boxes[:, None]), cells
@@ -334,7 +357,7 @@ def _select_rows(pos: Tensor, ext_atype: Tensor, offset: int, rows: Tensor, rcut
     return select_neighbors(rr.masked_fill(~keep, float("inf")), rows.masked_fill(~keep, -1), t_rows, rcut, sel)
 
 
-def _pad_frames(frames: list[tuple[Tensor, Tensor, Tensor]], rcut: float) -> tuple[Tensor, Tensor, Tensor]:
+def pad_frames(frames: list[tuple[Tensor, Tensor, Tensor]], rcut: float) -> tuple[Tensor, Tensor, Tensor]:
     """Stack per-frame (nall_f, 3), (nall_f,), (nall_f,) to a common nall; padding atoms have type -1, mapping 0
     and sit beyond rcut of every real atom (so even a type-blind consumer never pairs them)."""
     nall = max(fr[0].shape[0] for fr in frames)

@@ -1,13 +1,16 @@
 """The cell list's pair kernel against its PyTorch twin (`deeppot.nlist.cell_list.pair_rows`): each row holds the
 twin's neighbours in the twin's order (and at most a few more within the kernel's margin beyond rcut, which the
 builder drops), and the whole build gives the same lists, on periodic, triclinic, small-cell and non-periodic
-systems with virtual atoms, in float64 and float32."""
+systems with virtual atoms, in float64 and float32. Its selecting walk (`select_pairs`) against the twin's rows
+selected in candidate order (`deeppot.infer.candidates.cell_neighbors` on either path): the same list entry for
+entry and the same overflow flag."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+from deeppot.infer import candidates
 from deeppot.nlist import cell_list
 from deeppot.nlist.selection import distance
 
@@ -79,3 +82,19 @@ def test_skin_candidates_through_the_kernel_equal_the_twins(monkeypatch, rows, n
     assert (want[3] >= 0).sum() > 0
     for g, w in zip(got, want, strict=True):
         assert torch.equal(g, w)
+
+
+@pytest.mark.parametrize(("rows", "natoms", "ntypes", "sel", "overflows"), [
+    (SKEWED, 50, 2, [40, 40], False), (TINY, 4, 2, [60, 60], False), (None, 60, 3, [20, 20, 20], False),
+    (SKEWED, 50, 2, [6, 40], True)])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_selecting_walk_equals_the_twins_rows_selected(monkeypatch, rows, natoms, ntypes, sel, overflows, dtype):
+    coord, atype, box = system(rows, natoms, ntypes, seed=natoms + 2, dtype=dtype)
+    monkeypatch.setattr(candidates, "_kernels_on", lambda device: False)
+    want = candidates.cell_neighbors(coord, atype, box, RCUT, sel)
+    monkeypatch.setattr(candidates, "_kernels_on", lambda device: True)
+    got = candidates.cell_neighbors(coord, atype, box, RCUT, sel)
+    assert (want[3] >= 0).sum() > 0 and (want[3][:, natoms // 3] == -1).all()  # a virtual centre: an empty row
+    for g, w in zip(got[:4], want[:4], strict=True):
+        assert torch.equal(g, w)
+    assert bool(got[4]) == bool(want[4]) == overflows
