@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from deeppot.nlist import NeighborData, build_neighbor_data, choose_method, extend_coords
-from deeppot.nlist.cell_list import frame_runs, pad_frames, pair_rows, wrapped_cells
+from deeppot.nlist.cell_list import bin_frame, pad_frames, pair_rows, wrapped_cells
 from deeppot.nlist.selection import distance, split_by_type, warn_overflow
 
 __all__ = ["candidate_types", "cell_neighbors", "evaluation_neighbors", "select_all_pairs", "select_from_candidates",
@@ -145,19 +145,23 @@ def cell_neighbors(coord: Tensor, atype: Tensor, box: Tensor | None, rcut: float
     `evaluation_neighbors`. Returns ext_coord, ext_atype, mapping (padded as `build_candidates` pads them), nlist
     (nf, nloc, sum(sel)) and the overflow flag (0-dim bool on the device)."""
     coord, cells = wrapped_cells(coord, box, host_box)
+    nloc = atype.shape[1]
     frames, lists, flags = [], [], []
     for f in range(atype.shape[0]):
-        runs = frame_runs(coord[f], atype[f], cells[f], rcut)
+        frame = bin_frame(coord[f], atype[f], cells[f], rcut)
+        pos = frame.ext_coord.detach()
         if _kernels_on(coord.device):
             from deeppot.kernels.cell_pairs import select_pairs
 
-            nlist, over = select_pairs(runs.ext_coord.detach(), runs.ext_atype, *runs[3:], rcut, sel)
+            nlist, over = select_pairs(pos, frame.ext_atype, frame.pos_sorted, frame.type_sorted, frame.bins, nloc,
+                                       rcut, sel)
         else:
-            rows = pair_rows(runs.ext_coord.detach(), *runs[3:], 0, rcut)[None]
-            nlist, over = select_in_candidate_order(runs.ext_coord[None], runs.ext_atype[None], rows,
-                                                    candidate_types(runs.ext_atype[None], rows), rcut, sel)
-        frames.append(runs[:3])
-        lists.append(nlist.reshape(nlist.shape[-2:]))
+            rows = pair_rows(pos, frame.pos_sorted, frame.type_sorted, frame.bins.order, *frame.runs(nloc), 0,
+                             rcut)[None]
+            nlist, over = select_in_candidate_order(pos[None], frame.ext_atype[None], rows,
+                                                    candidate_types(frame.ext_atype[None], rows), rcut, sel)
+        frames.append(frame[:3])
+        lists.append(nlist.reshape(nloc, -1))
         flags.append(over)
     return *pad_frames(frames, rcut), torch.stack(lists), torch.stack(flags).any()
 

@@ -105,31 +105,29 @@ def _build_frame(
     return ext_coord, ext_atype, mapping, nlist, count
 
 
-class FrameRuns(NamedTuple):
-    """One frame's extended atoms, binned, and each centre's candidate runs: what `pair_rows` walks."""
+class BinnedFrame(NamedTuple):
+    """One frame's extended atoms, sorted into bins: what a walk of each centre's runs of bins reads."""
 
     ext_coord: Tensor  # (nall, 3), differentiable in the frame's coord and box
     ext_atype: Tensor  # (nall,)
     mapping: Tensor  # (nall,)
+    bins: Bins
     pos_sorted: Tensor  # (nall, 3) the positions in bin order (detached)
     type_sorted: Tensor  # (nall,) the types in bin order
-    order: Tensor  # (nall,) the extended index of each atom in bin order
-    seg_start: Tensor  # (nloc, nseg) each centre's runs (`_segments`)
-    seg_len: Tensor  # (nloc, nseg)
+
+    def runs(self, nloc: int) -> tuple[Tensor, Tensor]:
+        """Each centre's runs of bins within reach, in bin order (`_segments`): seg_start, seg_len (nloc, nseg)."""
+        return _segments(self.bins, torch.arange(nloc, device=self.pos_sorted.device))
 
 
-def frame_runs(coord: Tensor, atype: Tensor, cell: FrameCell | None, rcut: float) -> FrameRuns:
-    """One frame (coord wrapped into the cell when periodic, its FrameCell or None): its ghosts, its bins and the
-    runs of bins within reach of each local atom."""
-    nloc = coord.shape[0]
-    if nloc == 0:
+def bin_frame(coord: Tensor, atype: Tensor, cell: FrameCell | None, rcut: float) -> BinnedFrame:
+    """One frame (coord wrapped into the cell when periodic, its FrameCell or None): its ghosts and its bins."""
+    if coord.shape[0] == 0:
         raise ValueError("the cell list needs at least one atom per frame")
     ext_coord, ext_atype, mapping = extend_frame(coord, atype, cell, rcut)
     pos = ext_coord.detach()
     bins = bin_atoms(pos, rcut)
-    seg_start, seg_len = _segments(bins, torch.arange(nloc, device=pos.device))
-    return FrameRuns(ext_coord, ext_atype, mapping, pos[bins.order], ext_atype[bins.order], bins.order, seg_start,
-                     seg_len)
+    return BinnedFrame(ext_coord, ext_atype, mapping, bins, pos[bins.order], ext_atype[bins.order])
 
 
 def _frame_rows(coord: Tensor, atype: Tensor, cell: FrameCell | None, rcut: float, chunk_elems: int | None
@@ -137,13 +135,14 @@ def _frame_rows(coord: Tensor, atype: Tensor, cell: FrameCell | None, rcut: floa
     """One frame's extended atoms and, chunk by chunk of centres (about chunk_elems candidate pairs each, so that
     memory stays bounded; None: one chunk), the (first centre, `pair_rows`) of its centres: ext_coord, ext_atype,
     mapping, chunks."""
-    runs = frame_runs(coord, atype, cell, rcut)
+    frame = bin_frame(coord, atype, cell, rcut)
     nloc = coord.shape[0]
-    bounds = [0, nloc] if chunk_elems is None else _chunk_bounds(runs.seg_len, chunk_elems)
+    seg_start, seg_len = frame.runs(nloc)
+    bounds = [0, nloc] if chunk_elems is None else _chunk_bounds(seg_len, chunk_elems)
     rows_of = _pair_rows_on(coord.device)
-    chunks = ((a, rows_of(runs.ext_coord.detach(), runs.pos_sorted, runs.type_sorted, runs.order,
-                          runs.seg_start[a:b], runs.seg_len[a:b], a, rcut)) for a, b in itertools.pairwise(bounds))
-    return runs.ext_coord, runs.ext_atype, runs.mapping, chunks
+    chunks = ((a, rows_of(frame.ext_coord.detach(), frame.pos_sorted, frame.type_sorted, frame.bins.order,
+                          seg_start[a:b], seg_len[a:b], a, rcut)) for a, b in itertools.pairwise(bounds))
+    return frame.ext_coord, frame.ext_atype, frame.mapping, chunks
 
 
 def _chunk_bounds(seg_len: Tensor, chunk_elems: int) -> list[int]:

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from deeppot.nlist import choose_method
-from deeppot.nlist.cell_list import _candidate_pairs, _chunk_bounds, frame_runs, wrapped_cells  # the builder's steps
+from deeppot.nlist.cell_list import _candidate_pairs, _chunk_bounds, bin_frame, wrapped_cells  # the builder's steps
 from deeppot.nlist.ghosts import as_box, extend_coords
 
 __all__ = ["frame_neighbor_stat"]
@@ -74,17 +74,17 @@ def _stat_cell_frame(coord: Tensor, group: Tensor, box: Tensor | None, rcut: flo
                      ngroups: int) -> tuple[Tensor, Tensor]:
     """One frame with the cell list: coord (1, nloc, 3), group (nloc,), box (1, 3, 3) | None."""
     coord, cells = wrapped_cells(coord, box)
-    runs = frame_runs(coord[0], group, cells[0], rcut)
-    ext_coord, pos_sorted, group_sorted, seg_start, seg_len = (runs.ext_coord, runs.pos_sorted, runs.type_sorted,
-                                                               runs.seg_start, runs.seg_len)
+    frame = bin_frame(coord[0], group, cells[0], rcut)
+    ext_coord, pos_sorted, group_sorted = frame.ext_coord, frame.pos_sorted, frame.type_sorted
     nloc = coord.shape[1]
+    seg_start, seg_len = frame.runs(nloc)
     count = torch.zeros(nloc * ngroups, dtype=torch.int64, device=coord.device)
     min_dist = torch.full((), math.inf, dtype=torch.float64, device=coord.device)
     for a, b in itertools.pairwise(_chunk_bounds(seg_len, _CELL_CHUNK_PAIRS)):
         row, at = _candidate_pairs(seg_start[a:b], seg_len[a:b], int(seg_len[a:b].sum()))
         centre = row + a
         rr = torch.linalg.norm(pos_sorted[at] - ext_coord[centre], dim=-1)
-        real = (runs.order[at] != centre) & (group_sorted[at] >= 0) & (group[centre] >= 0)
+        real = (frame.bins.order[at] != centre) & (group_sorted[at] >= 0) & (group[centre] >= 0)
         rr = rr.masked_fill(~real, math.inf)
         if rr.numel():
             min_dist = torch.minimum(min_dist, rr.min().to(torch.float64))
