@@ -218,7 +218,7 @@ class DeepPot:
     model: a model file (.dp, .yaml, a deeppot or DeePMD-kit .pt checkpoint) or an `EnergyModel` (which is moved
     to the device and put in eval mode, as `nn.Module.to` does).
     device: "cpu", "cuda", "cuda:N"; None picks a GPU when there is one.
-    graph: on a GPU, replay calls on small systems (under 1,024 atoms a call, the O(N^2) list) from a CUDA graph,
+    graph: on a GPU, replay calls on small systems (under 4,096 atoms a call, `deeppot.infer.graph`) from a CUDA graph,
     captured when two calls in a row have its shape (`deeppot.infer.graph.GraphedCall`: the list build, the evaluation
     and the outputs in one launch). Other keywords go to `Evaluator`.
     """

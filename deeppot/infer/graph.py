@@ -46,6 +46,13 @@ GROWTH = 1.25  # room for extended atoms in a one-frame capture
 # float32, ms a replay, every net on every atom / by type: 192 atoms 0.366 / 0.414, 1,536 0.68 / 0.62, 12,288
 # 2.14 / 2.04, 98,304 15.2 / 13.0; float64 and compressed alike): between the two smallest sizes measured.
 BY_TYPE_MIN_CENTRES = 1024
+# The whole calls `GraphedCall` captures: fewer centres than this (its fitting nets run every net on every atom,
+# ~5% slower than by type at 1,536 and 12,288 atoms in run 182), and at most this many (centre, extended atom)
+# pairs for the list's one-kernel walk of every periodic image (`select_all_pairs`: no (nloc, nall) array; 1,536
+# water atoms are 6.4e7). A model that needs DeePMD's sorted list keeps the reference's limit (its sorts store
+# every pair).
+GRAPH_MAX_CENTRES = 4096
+GRAPH_MAX_PAIRS = 10**8
 
 
 @dataclass
@@ -155,13 +162,13 @@ class _CallGraph:
 class GraphedCall:
     """Whole `DeepPot.eval` calls on a small system, list build included, replayed from a CUDA graph.
 
-    A 192-atom water call launches a few hundred small kernels (the O(N^2) list, the evaluation, the outputs): 5-7
-    ms a call eagerly, 1.0-1.1 ms replayed (H200, run 201). The O(N^2) reference builder has static shapes for a given
-    frame count, atom count and number of image layers, and with the image shifts made beforehand no host sync, so
-    the whole call can be captured and replayed: copy the positions in, replay, copy the outputs out. Calls the
-    graph serves: frames that the evaluator takes as one batch with the reference builder, of fewer than
-    BY_TYPE_MIN_CENTRES centres in all (whose fitting nets need no per-type lists). A shape is captured when two
-    calls in a row have it (a one-off call is not worth a capture); the latest graph is kept.
+    A 192-atom water call launches a few hundred small kernels (the list, the evaluation, the outputs): 4-7 ms a
+    call eagerly, 0.66-0.77 ms replayed (H100, run 207). The list over every periodic image (`select_all_pairs`)
+    has static shapes for a given frame count, atom count and number of image layers, and with the image shifts made
+    beforehand no host sync, so the whole call can be captured and replayed: copy the positions in, replay, copy the
+    outputs out. Calls the graph serves: fewer than GRAPH_MAX_CENTRES centres and at most GRAPH_MAX_PAIRS pairs in
+    all (its fitting nets run every net on every atom: no per-type lists). A shape is captured when two calls in a
+    row have it (a one-off call is not worth a capture); the latest graph is kept.
 
     A list that overflows sel is noticed on the device (a flag in the outputs): the call then returns None, and
     `DeepPot.eval` repeats it eagerly, which keeps the same neighbours and warns which atoms overflowed.
@@ -197,10 +204,11 @@ class GraphedCall:
     def key(self, coord: Tensor, box: Tensor | None, atomic: bool) -> tuple | None:
         """What a graph is captured for: frames, atoms, image layers, atomic; None where no graph serves."""
         nf, natoms = coord.shape[:2]
-        if nf * natoms >= BY_TYPE_MIN_CENTRES:
+        if nf * natoms >= GRAPH_MAX_CENTRES:
             return None
         rcut = self.evaluator.model.rcut
-        if nf * reference_pairs(coord, box, rcut) > REFERENCE_MAX_PAIRS["cuda"]:
+        limit = REFERENCE_MAX_PAIRS["cuda"] if self.evaluator.sorted_lists else GRAPH_MAX_PAIRS
+        if nf * reference_pairs(coord, box, rcut) > limit:
             return None
         return nf, natoms, None if box is None else tuple(nbuff_for(box, rcut)), atomic
 

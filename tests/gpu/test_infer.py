@@ -228,6 +228,29 @@ def test_small_calls_replay_a_graph_of_the_whole_call(precision, periodic):
     assert len([w for w in caught if "synchroniz" in str(w.message)]) == 1
 
 
+def test_a_1536_atom_frame_replays_a_graph_of_the_whole_call():
+    """One frame of 1,536 water atoms (6.4e7 centre-image pairs: the eager call takes the cell list, the graph the
+    walk of every image): the eager path's outputs to rounding, every later call a replay with one sync."""
+    model = water_model("float32")
+    coord, cells, atype = supercell(2)
+    graphed, eager = DeepPot(model, "cuda"), DeepPot(model, "cuda", graph=False)
+    for step in range(3):
+        moved = coord[:1] + 0.02 * step * np.sin(np.arange(coord[0].size)).reshape(coord[:1].shape)
+        got, want = graphed.eval(moved, cells[:1], atype), eager.eval(moved, cells[:1], atype)
+        for a, b in zip(got, want, strict=True):
+            assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max(), (step, np.abs(a - b).max(), np.abs(b).max())
+    assert graphed.graphed.captures == 1 and graphed.graphed.replays == 2
+    torch.cuda.synchronize()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            graphed.eval(coord[:1], cells[:1], atype)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    assert len([w for w in caught if "synchroniz" in str(w.message)]) == 1
+
+
 def test_a_replay_that_overflows_sel_is_repeated_eagerly_and_warned():
     from deeppot.nlist import NeighborOverflowWarning
 

@@ -158,4 +158,25 @@ def test_the_graphed_call_is_the_eager_call(model, periodic, per_slot):
     torch.testing.assert_close(got[:-1], want, rtol=1e-12, atol=1e-12)
     small = GraphedCall(Evaluator(make_model(type_one_side=False, seed=5, sel=(2, 2)), "cpu"))
     assert small._call(coord, atype, box, shifts, atomic=False)[-1] == 1  # sel 2: flagged
-    assert graphed.key(coord[:1].expand(100, -1, -1), None, False) is None  # 1,100 centres: not graphed
+    assert graphed.key(coord[:1].expand(400, -1, -1), None, False) is None  # 4,400 centres: not graphed
+
+
+def test_graphed_calls_are_bounded_by_centres_and_pairs(model):
+    """`GraphedCall` serves fewer than GRAPH_MAX_CENTRES centres and at most GRAPH_MAX_PAIRS (centre, image) pairs,
+    or for a model that needs DeePMD's sorted list (which stores every pair) the reference's pair limit."""
+    from deeppot.infer import Evaluator
+    from deeppot.infer.graph import GRAPH_MAX_CENTRES, GRAPH_MAX_PAIRS, GraphedCall
+    from deeppot.nlist import REFERENCE_MAX_PAIRS, reference_pairs
+
+    natoms = 300
+    box = torch.eye(3, dtype=torch.float64)[None] * (model.rcut / 2.5)  # three image layers each way
+    coord = torch.rand(1, natoms, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) @ box
+    pairs = reference_pairs(coord, box, model.rcut)
+    assert REFERENCE_MAX_PAIRS["cuda"] < pairs <= GRAPH_MAX_PAIRS
+    sorted_model = make_model(type_one_side=False, seed=5)
+    with torch.no_grad():
+        sorted_model.descriptor.davg.add_(0.05 * torch.rand_like(sorted_model.descriptor.davg))
+    assert GraphedCall(Evaluator(model, "cpu")).key(coord, box, False) is not None
+    assert GraphedCall(Evaluator(sorted_model, "cpu")).key(coord, box, False) is None
+    many = coord.expand(GRAPH_MAX_CENTRES // natoms + 1, -1, -1)
+    assert GraphedCall(Evaluator(model, "cpu")).key(many, None, False) is None
