@@ -251,6 +251,20 @@ def test_a_1536_atom_frame_replays_a_graph_of_the_whole_call():
     assert len([w for w in caught if "synchroniz" in str(w.message)]) == 1
 
 
+def test_a_mid_size_frame_replays_its_evaluation_stage():
+    """One frame of 12,288 water atoms: the list built eagerly every call, the evaluation replayed from the second
+    call of the shape on; the eager path's outputs to rounding (the same list: only the scatters' order differs)."""
+    model = water_model("float32")
+    coord, cells, atype = supercell(4)
+    graphed, eager = DeepPot(model, "cuda"), DeepPot(model, "cuda", graph=False)
+    for step in range(3):
+        moved = coord[:1] + 0.02 * step * np.sin(np.arange(coord[0].size)).reshape(coord[:1].shape)
+        got, want = graphed.eval(moved, cells[:1], atype, atomic=True), eager.eval(moved, cells[:1], atype, atomic=True)
+        for a, b in zip(got, want, strict=True):
+            assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max(), (step, np.abs(a - b).max(), np.abs(b).max())
+    assert graphed.graphed.staged == 2 and graphed.graphed.stage.captures == 1 and graphed.graphed.captures == 0
+
+
 def test_a_replay_that_overflows_sel_is_repeated_eagerly_and_warned():
     from deeppot.nlist import NeighborOverflowWarning
 

@@ -149,7 +149,7 @@ def test_the_graphed_call_is_the_eager_call(model, periodic, per_slot):
     graphed = GraphedCall(Evaluator(model, "cpu"))
     assert graphed.evaluator.sorted_lists == per_slot
     key = graphed.key(coord, box, True)
-    assert key[:2] == (3, 11) and key[3] is True
+    assert key[:3] == ("whole", 3, 11) and key[4] is True
     shifts = None if box is None else image_shifts(nbuff_for(box, model.rcut))
     got = graphed._call(coord, atype, box, shifts, atomic=True)
     out = graphed.evaluator.evaluate(coord, atype, box, atomic=True)
@@ -158,7 +158,7 @@ def test_the_graphed_call_is_the_eager_call(model, periodic, per_slot):
     torch.testing.assert_close(got[:-1], want, rtol=1e-12, atol=1e-12)
     small = GraphedCall(Evaluator(make_model(type_one_side=False, seed=5, sel=(2, 2)), "cpu"))
     assert small._call(coord, atype, box, shifts, atomic=False)[-1] == 1  # sel 2: flagged
-    assert graphed.key(coord[:1].expand(400, -1, -1), None, False) is None  # 4,400 centres: not graphed
+    assert graphed.key(coord[:1].expand(400, -1, -1), None, False) is None  # 4,400 centres in 400 frames
 
 
 def test_graphed_calls_are_bounded_by_centres_and_pairs(model):
@@ -176,7 +176,23 @@ def test_graphed_calls_are_bounded_by_centres_and_pairs(model):
     sorted_model = make_model(type_one_side=False, seed=5)
     with torch.no_grad():
         sorted_model.descriptor.davg.add_(0.05 * torch.rand_like(sorted_model.descriptor.davg))
-    assert GraphedCall(Evaluator(model, "cpu")).key(coord, box, False) is not None
-    assert GraphedCall(Evaluator(sorted_model, "cpu")).key(coord, box, False) is None
+    assert GraphedCall(Evaluator(model, "cpu")).key(coord, box, False)[0] == "whole"
+    assert GraphedCall(Evaluator(sorted_model, "cpu")).key(coord, box, False)[0] == "stage"  # one frame: its stage
+    assert GraphedCall(Evaluator(sorted_model, "cpu")).key(coord.expand(2, -1, -1), box.expand(2, -1, -1),
+                                                             False) is None
     many = coord.expand(GRAPH_MAX_CENTRES // natoms + 1, -1, -1)
     assert GraphedCall(Evaluator(model, "cpu")).key(many, None, False) is None
+
+
+def test_mid_size_frames_replay_their_evaluation_stage(model):
+    """One frame of GRAPH_MAX_CENTRES to STAGE_MAX_CENTRES atoms: its evaluation stage ("stage", atoms, atomic);
+    more atoms, or several frames of them: no graph."""
+    from deeppot.infer import Evaluator
+    from deeppot.infer.graph import GRAPH_MAX_CENTRES, STAGE_MAX_CENTRES, GraphedCall
+
+    graphed = GraphedCall(Evaluator(model, "cpu"))
+    for natoms, nf, want in [(GRAPH_MAX_CENTRES, 1, ("stage", GRAPH_MAX_CENTRES, True)),
+                             (STAGE_MAX_CENTRES, 1, ("stage", STAGE_MAX_CENTRES, True)),
+                             (STAGE_MAX_CENTRES + 1, 1, None), (GRAPH_MAX_CENTRES, 2, None)]:
+        coord = torch.rand(nf, natoms, 3, dtype=torch.float64) * 50.0
+        assert graphed.key(coord, None, True) == want
