@@ -18,11 +18,19 @@ import torch
 from torch import Tensor
 
 from deeppot.nlist import NeighborData, build_neighbor_data, choose_method, extend_coords
-from deeppot.nlist.cell_list import bin_frame, pad_frames, pair_rows, wrapped_cells
+from deeppot.nlist.cell_list import BinnedFrame, bin_frame, bin_runs, pad_frames, pair_rows, wrapped_cells
 from deeppot.nlist.selection import distance, split_by_type, warn_overflow
 
-__all__ = ["candidate_types", "cell_neighbors", "evaluation_neighbors", "select_all_pairs", "select_from_candidates",
-           "select_in_candidate_order", "unsorted_selection"]
+__all__ = [
+    "candidate_types",
+    "cell_neighbors",
+    "evaluation_neighbors",
+    "select_all_pairs",
+    "select_from_candidates",
+    "select_in_bins",
+    "select_in_candidate_order",
+    "unsorted_selection",
+]
 
 
 def select_from_candidates(
@@ -149,21 +157,26 @@ def cell_neighbors(coord: Tensor, atype: Tensor, box: Tensor | None, rcut: float
     frames, lists, flags = [], [], []
     for f in range(atype.shape[0]):
         frame = bin_frame(coord[f], atype[f], cells[f], rcut)
-        pos = frame.ext_coord.detach()
-        if _kernels_on(coord.device):
-            from deeppot.kernels.cell_pairs import select_pairs
-
-            nlist, over = select_pairs(pos, frame.ext_atype, frame.pos_sorted, frame.type_sorted, frame.bins, nloc,
-                                       rcut, sel)
-        else:
-            rows = pair_rows(pos, frame.pos_sorted, frame.type_sorted, frame.bins.order, *frame.runs(nloc), 0,
-                             rcut)[None]
-            nlist, over = select_in_candidate_order(pos[None], frame.ext_atype[None], rows,
-                                                    candidate_types(frame.ext_atype[None], rows), rcut, sel)
+        nlist, over = select_in_bins(frame, nloc, rcut, sel)
         frames.append(frame[:3])
         lists.append(nlist.reshape(nloc, -1))
         flags.append(over)
     return *pad_frames(frames, rcut), torch.stack(lists), torch.stack(flags).any()
+
+
+def select_in_bins(frame: BinnedFrame, nloc: int, rcut: float, sel: Sequence[int]) -> tuple[Tensor, Tensor]:
+    """Every neighbour within rcut of the frame's first nloc atoms, per-type blocks in the order the bins hold them,
+    and the overflow flag: `pair_rows` and `select_in_candidate_order`, or on a GPU their one-launch twin
+    (`deeppot.kernels.cell_pairs.select_pairs`)."""
+    pos = frame.ext_coord.detach()
+    if _kernels_on(pos.device):
+        from deeppot.kernels.cell_pairs import select_pairs
+
+        return select_pairs(pos, frame.ext_atype, frame.pos_sorted, frame.type_sorted, frame.bins, nloc, rcut, sel)
+    seg_start, seg_len = bin_runs(frame.bins, torch.arange(nloc, device=pos.device))
+    rows = pair_rows(pos, frame.pos_sorted, frame.type_sorted, frame.bins.order, seg_start, seg_len, 0, rcut)[None]
+    return select_in_candidate_order(pos[None], frame.ext_atype[None], rows,
+                                     candidate_types(frame.ext_atype[None], rows), rcut, sel)
 
 
 def evaluation_neighbors(coord: Tensor, atype: Tensor, box: Tensor | None, rcut: float, sel: Sequence[int],

@@ -32,7 +32,9 @@ from deeppot.cuda_graph import capture
 from deeppot.infer.candidates import unsorted_selection
 from deeppot.infer.deep_pot import Evaluator, packed_outputs
 from deeppot.infer.evaluate import FlatNeighbors
+from deeppot.infer.static_cells import GHOST_ROOM, CellPlan, ghost_count, plan_cells, static_cell_neighbors
 from deeppot.nlist import REFERENCE_MAX_PAIRS, reference_pairs
+from deeppot.nlist.cell_list import ghost_reach
 from deeppot.nlist.ghosts import extend_with_shifts, image_shifts, nbuff_for
 from deeppot.nlist.reference import reference_rows
 from deeppot.nlist.selection import mask_virtual_centres, overflowed
@@ -158,9 +160,9 @@ def _rows_fit(static: FlatNeighbors, flat: FlatNeighbors) -> bool:
 class _CallGraph:
     key: tuple
     graph: torch.cuda.CUDAGraph
-    inputs: tuple[Tensor, Tensor, Tensor | None]  # coord, atype, box: the static buffers the graph reads
+    inputs: tuple[Tensor | None, ...]  # coord, atype, box[, reach]: the static buffers the graph reads
     shifts: Tensor | None  # the image shifts it reads: kept with it (freed, their memory would be reused)
-    values: Tensor  # the outputs of `DeepPot.eval` flattened, then the overflow flag
+    values: Tensor  # the outputs of `DeepPot.eval` flattened, then the overflow flag (1: sel; 2: ghost slots)
 
 
 class GraphedCall:
@@ -177,9 +179,11 @@ class GraphedCall:
     A list that overflows sel is noticed on the device (a flag in the outputs): the call then returns None, and
     `DeepPot.eval` repeats it eagerly, which keeps the same neighbours and warns which atoms overflowed.
 
-    One frame too large for a whole-call graph but of at most STAGE_MAX_CENTRES atoms gets its list built eagerly
-    (syncs and all) and its evaluation replayed (`GraphedEvaluation`, `stage`), under the same rule: from the second
-    call of its shape on (`staged` counts those calls).
+    One periodic frame too large for that but of at most STAGE_MAX_CENTRES atoms is captured whole too, with the cell
+    list of static sizes (`deeppot.infer.static_cells`: ghost slots for GHOST_ROOM times the ghosts of the frame
+    captured; a frame with more is repeated eagerly and captured again). Other such frames (no box, or a model that
+    needs DeePMD's sorted list) get their list built eagerly and their evaluation replayed (`GraphedEvaluation`,
+    `stage`; `staged` counts those calls), under the same rule.
     """
 
     def __init__(self, evaluator: Evaluator) -> None:
@@ -200,28 +204,38 @@ class GraphedCall:
             return None
         if key[0] == "stage":
             return self._staged_call(coord, atype, box, atomic)
+        host = (coord, atype, box)
+        if key[0] == "cells":  # the slab's reach, from this box (the key fixes the sizes, not the box)
+            host = (*host, ghost_reach(box[0], self.evaluator.model.rcut, coord.dtype)[0])
         if self.captured is None or self.captured.key != key:
-            self.captured = self._capture(key, coord, atype, box, atomic)
-        for static, new in zip(self.captured.inputs, (coord, atype, box), strict=True):
+            self.captured = self._capture(key, host, atomic)
+        for static, new in zip(self.captured.inputs, host, strict=True):
             if static is not None:
                 static.copy_(new, non_blocking=True)
         self.captured.graph.replay()
         values = self.captured.values.cpu().numpy()
         if values[-1]:
+            if values[-1] >= 2:  # more ghosts than slots: capture again, from this frame's count
+                self.captured = None
             return None
         self.replays += 1
         return values[:-1]
 
     def key(self, coord: Tensor, box: Tensor | None, atomic: bool) -> tuple | None:
-        """What a graph is captured for: ("whole", frames, atoms, image layers, atomic) for a whole call, ("stage",
-        atoms, atomic) for a mid-size frame's evaluation stage; None where no graph serves."""
+        """What a graph is captured for: ("whole", frames, atoms, image layers, atomic) for a whole call with every
+        image listed, ("cells", atoms, `CellPlan`, atomic) for one with a cell list of static sizes, ("stage", atoms,
+        atomic) for a mid-size frame's evaluation stage; None where no graph serves."""
         nf, natoms = coord.shape[:2]
-        rcut = self.evaluator.model.rcut
+        rcut, sorted_lists = self.evaluator.model.rcut, self.evaluator.sorted_lists
         if nf * natoms < GRAPH_MAX_CENTRES:
-            limit = REFERENCE_MAX_PAIRS["cuda"] if self.evaluator.sorted_lists else GRAPH_MAX_PAIRS
+            limit = REFERENCE_MAX_PAIRS["cuda"] if sorted_lists else GRAPH_MAX_PAIRS
             if nf * reference_pairs(coord, box, rcut) <= limit:
                 return "whole", nf, natoms, None if box is None else tuple(nbuff_for(box, rcut)), atomic
-        return ("stage", natoms, atomic) if nf == 1 and natoms <= STAGE_MAX_CENTRES else None
+        if nf > 1 or natoms > STAGE_MAX_CENTRES:
+            return None
+        if box is None or sorted_lists:
+            return "stage", natoms, atomic
+        return "cells", natoms, plan_cells(box[0], natoms, rcut, coord.dtype)[0], atomic
 
     def _holds(self, key: tuple) -> bool:
         """Whether a graph for key is kept: the whole call's, or the stage's for these atoms."""
@@ -240,31 +254,51 @@ class GraphedCall:
         self.staged += 1
         return packed_outputs(out, atomic).cpu().numpy()
 
-    def _capture(self, key: tuple, coord: Tensor, atype: Tensor, box: Tensor | None, atomic: bool) -> _CallGraph:
+    def _capture(self, key: tuple, host: tuple[Tensor | None, ...], atomic: bool) -> _CallGraph:
         self.captured = None  # free the old graph's memory first
         dev = self.evaluator.device
-        inputs = tuple(None if t is None else t.to(dev) for t in (coord, atype, box))
-        shifts = None if box is None else image_shifts(list(key[3]), dev)
+        inputs = tuple(None if t is None else t.to(dev) for t in host)
+        shifts = None
+        if key[0] == "cells":
+            capacity = int(GHOST_ROOM * ghost_count(inputs[0], inputs[2], inputs[3], key[2])) + 64
+            call = functools.partial(self._cell_call, plan=key[2], capacity=capacity, atomic=atomic)
+        else:
+            shifts = None if host[2] is None else image_shifts(list(key[3]), dev)
+            call = functools.partial(self._call, shifts=shifts, atomic=atomic)
         side = torch.cuda.Stream(dev)
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # compiles the kernels and warms the allocator outside the capture
-            self._call(*inputs, shifts, atomic)
+            call(*inputs)
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         with capture(graph):
-            values = self._call(*inputs, shifts, atomic)
+            values = call(*inputs)
         self.captures += 1
-        log.debug("captured whole calls of %d frames of %d atoms", *coord.shape[:2])
+        log.debug("captured whole calls of %d frames of %d atoms (%s)", *host[0].shape[:2], key[0])
         return _CallGraph(key, graph, inputs, shifts, values)
 
-    def _call(self, coord: Tensor, atype: Tensor, box: Tensor | None, shifts: Tensor | None, atomic: bool
+    def _call(self, coord: Tensor, atype: Tensor, box: Tensor | None, *, shifts: Tensor | None, atomic: bool
               ) -> Tensor:
         """The call the graph replays (the evaluator's own steps for such frames, without host syncs)."""
         ext_coord, ext_atype, mapping = extend_with_shifts(coord, atype, box, shifts)
         nlist, over = self._rows(ext_coord, ext_atype, atype)
+        return self._outputs(ext_coord, ext_atype, nlist, mapping, atomic, over)
+
+    def _cell_call(self, coord: Tensor, atype: Tensor, box: Tensor, reach: Tensor, *, plan: CellPlan,
+                   capacity: int, atomic: bool) -> Tensor:
+        """A whole call of one frame with the cell list of static sizes, without host syncs."""
+        model = self.evaluator.model
+        *data, over, outgrown = static_cell_neighbors(coord, atype, box, reach, model.rcut, model.sel, plan,
+                                                      capacity)
+        ext_coord, ext_atype, mapping, nlist = data
+        return self._outputs(ext_coord, ext_atype, nlist, mapping, atomic, over.to(torch.int64) + 2 * outgrown)
+
+    def _outputs(self, ext_coord: Tensor, ext_atype: Tensor, nlist: Tensor, mapping: Tensor, atomic: bool,
+                 flag: Tensor) -> Tensor:
+        """The evaluation of the list, its outputs flattened (`packed_outputs`) and then the flag."""
         flat = FlatNeighbors.from_frames(ext_coord, ext_atype, nlist, mapping)
         out = self.evaluator.evaluate_neighbors(flat, atomic, self.pair_stage)
-        return torch.cat([packed_outputs(out, atomic), over.to(torch.float64).reshape(1)])
+        return torch.cat([packed_outputs(out, atomic), flag.to(torch.float64).reshape(1)])
 
     def _rows(self, ext_coord: Tensor, ext_atype: Tensor, atype: Tensor) -> tuple[Tensor, Tensor]:
         """The list of `evaluation_neighbors` for such frames (DeePMD's sorted one where the model needs it) and

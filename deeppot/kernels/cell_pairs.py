@@ -1,7 +1,7 @@
 """The cell list's candidate pairs in one Triton kernel: the fast twin of `deeppot.nlist.cell_list.pair_rows`.
 
 A build of the cell list (`deeppot.nlist.cell_list`) finds, for every centre, the atoms within rcut among those of
-the bins within reach: 25-49 runs of bins contiguous in the bin-sorted order (`_segments`). The PyTorch twin lists
+the bins within reach: 25-49 runs of bins contiguous in the bin-sorted order (`bin_runs`). The PyTorch twin lists
 every (centre, candidate) pair of those runs as a ragged array (~800 a water atom at rcut 8, 79 million pairs for
 98,304 atoms), measures each, keeps those within rcut and packs them into rows: a dozen passes over gigabytes of
 pairs. Here one program per centre walks its runs, measures each candidate in registers and appends the kept ones to
@@ -12,7 +12,7 @@ bit for bit, and the caller measures the kept pairs with that expression and app
 `select_pairs` is a one-off evaluation's list in one launch (the twin: `pair_rows`, then
 `deeppot.infer.candidates.select_in_candidate_order`): each program finds its centre's runs from the bins itself,
 walks them and puts every candidate within rcut (measured as the selection kernel measures it) into its type block.
-Run 209 (H100): the list of 98,304 water atoms 4.2 -> 3.3 ms with runs from `_segments` and rows no longer stored.
+Run 209 (H100): the list of 98,304 water atoms 4.2 -> 3.3 ms with runs from `bin_runs` and rows no longer stored.
 Tests: tests/kernels/test_cell_pairs.py (GPU, or Triton's interpreter on a CPU).
 """
 
@@ -76,7 +76,7 @@ if embedding.triton is not None:
                             bin_start_ptr, bin_count_ptr, nlist_ptr, over_ptr, nx, ny, nz, nnei, rcut_ptr,
                             REACH: tl.constexpr, BLOCK: tl.constexpr, NTYPES: tl.constexpr, TYPES_PAD: tl.constexpr,
                             SEL: tl.constexpr, START: tl.constexpr, SEL_PAD: tl.constexpr):
-        """`_row_pairs_kernel`'s walk with each centre's runs found here, as `deeppot.nlist.cell_list._segments`
+        """`_row_pairs_kernel`'s walk with each centre's runs found here, as `deeppot.nlist.cell_list.bin_runs`
         finds them (the same runs in the same order), and each candidate within rcut put in its type block, as
         `deeppot.kernels.selection` measures and places it."""
         centre = tl.program_id(0).to(tl.int64)
@@ -132,7 +132,7 @@ def pair_rows(pos: Tensor, pos_sorted: Tensor, type_sorted: Tensor, order: Tenso
 def select_pairs(pos: Tensor, ext_atype: Tensor, pos_sorted: Tensor, type_sorted: Tensor, bins, nloc: int,
                  rcut: float, sel: Sequence[int]) -> tuple[Tensor, Tensor]:
     """`pair_rows` of a frame's nloc centres followed by `deeppot.kernels.selection.select_in_candidate_order`, in
-    one launch: a program a centre finds its runs of bins (those of `deeppot.nlist.cell_list._segments`), walks
+    one launch: a program a centre finds its runs of bins (those of `deeppot.nlist.cell_list.bin_runs`), walks
     them and puts each candidate within rcut straight into its type block. No candidate row is stored and no width
     read back. pos (nall, 3) and ext_atype (nall,) the extended atoms, the first nloc the centres (a virtual one
     gets an empty row); pos_sorted, type_sorted in bin order; bins the frame's `deeppot.nlist.cell_list.Bins`.

@@ -12,6 +12,7 @@ and padded to a common nall with atoms of type -1.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Iterator, Sequence
@@ -115,9 +116,6 @@ class BinnedFrame(NamedTuple):
     pos_sorted: Tensor  # (nall, 3) the positions in bin order (detached)
     type_sorted: Tensor  # (nall,) the types in bin order
 
-    def runs(self, nloc: int) -> tuple[Tensor, Tensor]:
-        """Each centre's runs of bins within reach, in bin order (`_segments`): seg_start, seg_len (nloc, nseg)."""
-        return _segments(self.bins, torch.arange(nloc, device=self.pos_sorted.device))
 
 
 def bin_frame(coord: Tensor, atype: Tensor, cell: FrameCell | None, rcut: float) -> BinnedFrame:
@@ -137,7 +135,7 @@ def _frame_rows(coord: Tensor, atype: Tensor, cell: FrameCell | None, rcut: floa
     mapping, chunks."""
     frame = bin_frame(coord, atype, cell, rcut)
     nloc = coord.shape[0]
-    seg_start, seg_len = frame.runs(nloc)
+    seg_start, seg_len = bin_runs(frame.bins, torch.arange(nloc, device=coord.device))
     bounds = [0, nloc] if chunk_elems is None else _chunk_bounds(seg_len, chunk_elems)
     rows_of = _pair_rows_on(coord.device)
     chunks = ((a, rows_of(frame.ext_coord.detach(), frame.pos_sorted, frame.type_sorted, frame.bins.order,
@@ -225,15 +223,25 @@ def ghost_images(frac: Tensor, box: Tensor, rcut: float) -> tuple[Tensor, Tensor
         atom. A point within rcut of the cell is within rcut / h_d of it in fractional direction d (h_d = face
         distance), so that slab, not the whole shifted cell, is kept.
     """
-    reach = (rcut / face_distances(box) + _GHOST_SLACK).to(frac.dtype)  # (3,) on the host
-    nbuff = [math.floor(x) + 1 for x in reach.tolist()]
+    reach, nbuff = ghost_reach(box, rcut, frac.dtype)
     shifts = image_shifts(nbuff)[1:]  # zero shift = the local atoms themselves
     # copies from the host that do not wait for the GPU's queue (a blocking one would: a host sync)
     shifts, reach = shifts.to(frac.device, non_blocking=True), reach.to(frac.device, non_blocking=True)
-    img = frac[None, :, :] + shifts[:, None, :].to(frac.dtype)  # (nshift, nloc, 3)
-    keep = ((img >= -reach) & (img <= 1 + reach)).all(dim=-1)
-    shift_index, atom = keep.nonzero(as_tuple=True)
+    shift_index, atom = in_slab(frac, shifts, reach).nonzero(as_tuple=True)
     return atom, shifts[shift_index]
+
+
+def ghost_reach(box: Tensor, rcut: float, dtype: torch.dtype) -> tuple[Tensor, list[int]]:
+    """The ghost slab's reach beyond the cell in fractional coordinates, (3,) in dtype on the host, and the image
+    layers it spans: box (3, 3) float64 on the host."""
+    reach = (rcut / face_distances(box) + _GHOST_SLACK).to(dtype)
+    return reach, [math.floor(x) + 1 for x in reach.tolist()]
+
+
+def in_slab(frac: Tensor, shifts: Tensor, reach: Tensor) -> Tensor:
+    """Which images (nshift, nloc) of the atoms at frac (nloc, 3) moved by shifts (nshift, 3) lie in the slab."""
+    img = frac[None, :, :] + shifts[:, None, :].to(frac.dtype)
+    return ((img >= -reach) & (img <= 1 + reach)).all(dim=-1)
 
 
 def extend_frame(
@@ -267,21 +275,39 @@ def bin_atoms(pos: Tensor, rcut: float, bins_per_atom: float = 2.0) -> Bins:
     pos = pos.to(torch.float64)  # binning in float64: float32 rounding must not move an atom one bin too far
     lo = pos.amin(dim=0)
     extent = (pos.amax(dim=0) - lo).cpu().tolist()
-    max_bins = bins_per_atom * pos.shape[0] + 64
-    sparse_edge = (math.prod(e + rcut for e in extent) / max_bins) ** (1 / 3)
+    edge, dims = bin_grid(extent, pos.shape[0], rcut, bins_per_atom)
+    return sort_into_bins(pos, lo, edge, dims, rcut)
+
+
+def bin_grid(extent: Sequence[float], nall: int, rcut: float, bins_per_atom: float = 2.0) -> tuple[float, list[int]]:
+    """The bins' edge and their count per direction for atoms spanning extent (3,) (see `bin_atoms`)."""
+    sparse_edge = (math.prod(e + rcut for e in extent) / (bins_per_atom * nall + 64)) ** (1 / 3)
     edge = max(rcut / _BINS_PER_RCUT, sparse_edge) * (1 + _EDGE_SLACK)
-    dims = [int(e // edge) + 1 for e in extent]
-    top = (torch.tensor(dims) - 1).to(pos.device, non_blocking=True)  # no wait for the GPU's queue
-    cell = torch.minimum(torch.floor((pos - lo) / edge).long(), top)
+    return edge, [int(e // edge) + 1 for e in extent]
+
+
+def sort_into_bins(pos: Tensor, lo: Tensor, edge: float, dims: Sequence[int], rcut: float,
+                   padding: Tensor | None = None) -> Bins:
+    """Atoms at pos (nall, 3) float64 sorted into the bins of the given edge and dims from the corner lo (3,), no
+    host sync; padding (nall,) bool: atoms put in a bin past the last, which no walk visits."""
+    cell = torch.minimum(torch.floor((pos - lo) / edge).long(), _top(tuple(dims), pos.device))
     bin_id = (cell[:, 2] * dims[1] + cell[:, 1]) * dims[0] + cell[:, 0]
+    if padding is not None:
+        bin_id = torch.where(padding, math.prod(dims), bin_id)
     sorted_id, order = torch.sort(bin_id, stable=True)
     # each bin's run in the sorted ids (a `bincount` on a GPU reads its size back: a host sync)
     edges = torch.searchsorted(sorted_id, torch.arange(math.prod(dims) + 1, device=pos.device))
     start = edges[:-1]
-    return Bins(order, start, edges[1:] - start, cell, dims, math.ceil(rcut / edge))
+    return Bins(order, start, edges[1:] - start, cell, list(dims), math.ceil(rcut / edge))
 
 
-def _segments(bins: Bins, centres: Tensor) -> tuple[Tensor, Tensor]:
+@functools.lru_cache(maxsize=64)
+def _top(dims: tuple[int, ...], device: torch.device) -> Tensor:
+    """The last bin's coordinates on the device, made once (no copy from the host inside a CUDA-graph capture)."""
+    return (torch.tensor(dims) - 1).to(device, non_blocking=True)  # no wait for the GPU's queue
+
+
+def bin_runs(bins: Bins, centres: Tensor) -> tuple[Tensor, Tensor]:
     """Candidate ranges of each centre: for every (y, z) bin row within reach, the contiguous run of bins from
     x - reach to x + reach in the sorted order. centres (C,) -> seg_start, seg_len (C, (2 reach + 1)^2) int64."""
     nx, ny, nz = bins.dims
@@ -329,7 +355,7 @@ def pair_rows(pos: Tensor, pos_sorted: Tensor, type_sorted: Tensor, order: Tenso
     indices, -1 padded (kmax: the fullest row).
 
     pos (nall, 3); pos_sorted, type_sorted, order (nall,) in bin order; centres offset..offset+ncentre-1 with their
-    candidate runs seg_start, seg_len (ncentre, nseg) from `_segments`. Self pairs and atoms of type < 0 are no
+    candidate runs seg_start, seg_len (ncentre, nseg) from `bin_runs`. Self pairs and atoms of type < 0 are no
     neighbours.
     """
     ncentre = seg_start.shape[0]

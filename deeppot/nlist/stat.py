@@ -17,7 +17,13 @@ import torch
 from torch import Tensor
 
 from deeppot.nlist import choose_method
-from deeppot.nlist.cell_list import _candidate_pairs, _chunk_bounds, bin_frame, wrapped_cells  # the builder's steps
+from deeppot.nlist.cell_list import (  # the builder's steps
+    _candidate_pairs,
+    _chunk_bounds,
+    bin_frame,
+    bin_runs,
+    wrapped_cells,
+)
 from deeppot.nlist.ghosts import as_box, extend_coords
 
 __all__ = ["frame_neighbor_stat"]
@@ -77,7 +83,7 @@ def _stat_cell_frame(coord: Tensor, group: Tensor, box: Tensor | None, rcut: flo
     frame = bin_frame(coord[0], group, cells[0], rcut)
     ext_coord, pos_sorted, group_sorted = frame.ext_coord, frame.pos_sorted, frame.type_sorted
     nloc = coord.shape[1]
-    seg_start, seg_len = frame.runs(nloc)
+    seg_start, seg_len = bin_runs(frame.bins, torch.arange(nloc, device=coord.device))
     count = torch.zeros(nloc * ngroups, dtype=torch.int64, device=coord.device)
     min_dist = torch.full((), math.inf, dtype=torch.float64, device=coord.device)
     for a, b in itertools.pairwise(_chunk_bounds(seg_len, _CELL_CHUNK_PAIRS)):

@@ -251,18 +251,34 @@ def test_a_1536_atom_frame_replays_a_graph_of_the_whole_call():
     assert len([w for w in caught if "synchroniz" in str(w.message)]) == 1
 
 
-def test_a_mid_size_frame_replays_its_evaluation_stage():
-    """One frame of 12,288 water atoms: the list built eagerly every call, the evaluation replayed from the second
-    call of the shape on; the eager path's outputs to rounding (the same list: only the scatters' order differs)."""
+@pytest.mark.parametrize("periodic", [True, False])
+def test_a_mid_size_frame_replays_a_graph(periodic):
+    """One frame of 12,288 water atoms: periodic, the whole call replayed (the cell list of static sizes) with one
+    sync; without a box, the list built eagerly and the evaluation replayed. From the second call of the shape on,
+    the eager path's outputs to rounding."""
     model = water_model("float32")
     coord, cells, atype = supercell(4)
+    cells = cells[:1] if periodic else None
     graphed, eager = DeepPot(model, "cuda"), DeepPot(model, "cuda", graph=False)
     for step in range(3):
         moved = coord[:1] + 0.02 * step * np.sin(np.arange(coord[0].size)).reshape(coord[:1].shape)
-        got, want = graphed.eval(moved, cells[:1], atype, atomic=True), eager.eval(moved, cells[:1], atype, atomic=True)
+        got, want = graphed.eval(moved, cells, atype, atomic=True), eager.eval(moved, cells, atype, atomic=True)
         for a, b in zip(got, want, strict=True):
             assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max(), (step, np.abs(a - b).max(), np.abs(b).max())
-    assert graphed.graphed.staged == 2 and graphed.graphed.stage.captures == 1 and graphed.graphed.captures == 0
+    g = graphed.graphed
+    if periodic:
+        assert (g.captures, g.replays, g.staged) == (1, 2, 0)
+        torch.cuda.synchronize()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                graphed.eval(coord[:1], cells, atype, atomic=True)
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+        assert len([w for w in caught if "synchroniz" in str(w.message)]) == 1
+    else:
+        assert (g.captures, g.staged, g.stage.captures) == (0, 2, 1)
 
 
 def test_a_replay_that_overflows_sel_is_repeated_eagerly_and_warned():

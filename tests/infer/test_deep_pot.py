@@ -151,13 +151,13 @@ def test_the_graphed_call_is_the_eager_call(model, periodic, per_slot):
     key = graphed.key(coord, box, True)
     assert key[:3] == ("whole", 3, 11) and key[4] is True
     shifts = None if box is None else image_shifts(nbuff_for(box, model.rcut))
-    got = graphed._call(coord, atype, box, shifts, atomic=True)
+    got = graphed._call(coord, atype, box, shifts=shifts, atomic=True)
     out = graphed.evaluator.evaluate(coord, atype, box, atomic=True)
     want = torch.cat([out[k].reshape(-1) for k in OUTPUT_KEYS])
     assert got[-1] == 0  # no overflow
     torch.testing.assert_close(got[:-1], want, rtol=1e-12, atol=1e-12)
     small = GraphedCall(Evaluator(make_model(type_one_side=False, seed=5, sel=(2, 2)), "cpu"))
-    assert small._call(coord, atype, box, shifts, atomic=False)[-1] == 1  # sel 2: flagged
+    assert small._call(coord, atype, box, shifts=shifts, atomic=False)[-1] == 1  # sel 2: flagged
     assert graphed.key(coord[:1].expand(400, -1, -1), None, False) is None  # 4,400 centres in 400 frames
 
 
@@ -182,6 +182,31 @@ def test_graphed_calls_are_bounded_by_centres_and_pairs(model):
                                                              False) is None
     many = coord.expand(GRAPH_MAX_CENTRES // natoms + 1, -1, -1)
     assert GraphedCall(Evaluator(model, "cpu")).key(many, None, False) is None
+
+
+def test_the_graphed_call_with_a_static_cell_list_is_the_eager_call(model):
+    """What `GraphedCall` captures for a periodic mid-size frame ("cells": the cell list of static sizes), run
+    eagerly on a triclinic frame with a virtual atom: `DeepPot.eval`'s outputs flattened and no flag; with too few
+    ghost slots the flag says so (2)."""
+    from deeppot.infer import Evaluator
+    from deeppot.infer.deep_pot import OUTPUT_KEYS
+    from deeppot.infer.graph import GraphedCall
+    from deeppot.infer.static_cells import ghost_count, plan_cells
+    from deeppot.nlist.cell_list import ghost_reach
+
+    coord, atype, box = random_system(natoms=30, nframes=1, box_len=7.0, seed=4)
+    coord, box = skewed(coord, box)
+    atype = atype.reshape(1, -1).clone()
+    atype[0, 3] = -1
+    graphed = GraphedCall(Evaluator(model, "cpu"))
+    plan = plan_cells(box[0], 30, model.rcut, coord.dtype)[0]
+    reach = ghost_reach(box[0], model.rcut, coord.dtype)[0]
+    nghost = ghost_count(coord, box, reach, plan)
+    got = graphed._cell_call(coord, atype, box, reach, plan=plan, capacity=nghost + 5, atomic=True)
+    out = graphed.evaluator.evaluate(coord, atype, box, atomic=True)
+    assert got[-1] == 0
+    torch.testing.assert_close(got[:-1], torch.cat([out[k].reshape(-1) for k in OUTPUT_KEYS]), rtol=1e-12, atol=1e-12)
+    assert graphed._cell_call(coord, atype, box, reach, plan=plan, capacity=nghost - 1, atomic=False)[-1] == 2
 
 
 def test_mid_size_frames_replay_their_evaluation_stage(model):
