@@ -31,7 +31,7 @@ from torch import Tensor
 from deeppot.cuda_graph import capture
 from deeppot.infer.candidates import unsorted_selection
 from deeppot.infer.deep_pot import Evaluator, packed_outputs
-from deeppot.infer.evaluate import FlatNeighbors
+from deeppot.infer.evaluate import FlatNeighbors, chunks
 from deeppot.infer.static_cells import GHOST_ROOM, CellPlan, ghost_count, plan_cells, static_cell_neighbors
 from deeppot.nlist import REFERENCE_MAX_PAIRS, reference_pairs
 from deeppot.nlist.cell_list import ghost_reach
@@ -59,6 +59,9 @@ GRAPH_MAX_PAIRS = 10**8
 # eagerly): run 212 (H100, water float32) timed the stage eagerly / replayed at 2.99 / 2.04 ms for 12,288 atoms and
 # 13.15 / 13.02 for 98,304, where the kernels' arithmetic dominates and a graph's memory pool is not worth keeping.
 STAGE_MAX_CENTRES = 32768
+# A periodic frame's whole call, with the cell list of static sizes and each fitting net on its own type's atoms,
+# up to this many atoms (the graph keeps its evaluation's memory: ~3 GB at 98,304 water atoms in float32).
+CELLS_MAX_CENTRES = 131072
 
 
 @dataclass
@@ -179,11 +182,13 @@ class GraphedCall:
     A list that overflows sel is noticed on the device (a flag in the outputs): the call then returns None, and
     `DeepPot.eval` repeats it eagerly, which keeps the same neighbours and warns which atoms overflowed.
 
-    One periodic frame too large for that but of at most STAGE_MAX_CENTRES atoms is captured whole too, with the cell
+    One periodic frame too large for that but of at most CELLS_MAX_CENTRES atoms is captured whole too, with the cell
     list of static sizes (`deeppot.infer.static_cells`: ghost slots for GHOST_ROOM times the ghosts of the frame
-    captured; a frame with more is repeated eagerly and captured again). Other such frames (no box, or a model that
-    needs DeePMD's sorted list) get their list built eagerly and their evaluation replayed (`GraphedEvaluation`,
-    `stage`; `staged` counts those calls), under the same rule.
+    captured; a frame with more is repeated eagerly and captured again) and, from BY_TYPE_MIN_CENTRES atoms, each
+    fitting net on its own type's atoms (the centres of each type copied in from the host's types). Other frames of
+    at most STAGE_MAX_CENTRES atoms (no box, or a model that needs DeePMD's sorted list) get their list built
+    eagerly and their evaluation replayed (`GraphedEvaluation`, `stage`; `staged` counts those calls), under the
+    same rule.
     """
 
     def __init__(self, evaluator: Evaluator) -> None:
@@ -198,15 +203,16 @@ class GraphedCall:
     def __call__(self, coord: Tensor, atype: Tensor, box: Tensor | None, atomic: bool) -> np.ndarray | None:
         """coord (nf, natoms, 3) float64, atype (nf, natoms) int64, box (nf, 3, 3) float64 or None, on the host:
         `DeepPot.eval`'s outputs flattened (`packed_outputs`), or None where no graph serves the call."""
-        key = self.key(coord, box, atomic)
+        key, host = self.key(coord, box, atomic), (coord, atype, box)
+        if key is not None and key[0] == "cells":  # the slab's reach from this box, the centres of each type
+            rows = self._host_rows(atype[0]) if self._by_type(coord.shape[1]) else []
+            key = (*key, tuple(len(r) for r in rows))
+            host = (*host, ghost_reach(box[0], self.evaluator.model.rcut, coord.dtype)[0], *rows)
         if key is None or (key != self.seen and not self._holds(key)):
             self.seen = key
             return None
         if key[0] == "stage":
             return self._staged_call(coord, atype, box, atomic)
-        host = (coord, atype, box)
-        if key[0] == "cells":  # the slab's reach, from this box (the key fixes the sizes, not the box)
-            host = (*host, ghost_reach(box[0], self.evaluator.model.rcut, coord.dtype)[0])
         if self.captured is None or self.captured.key != key:
             self.captured = self._capture(key, host, atomic)
         for static, new in zip(self.captured.inputs, host, strict=True):
@@ -231,11 +237,21 @@ class GraphedCall:
             limit = REFERENCE_MAX_PAIRS["cuda"] if sorted_lists else GRAPH_MAX_PAIRS
             if nf * reference_pairs(coord, box, rcut) <= limit:
                 return "whole", nf, natoms, None if box is None else tuple(nbuff_for(box, rcut)), atomic
-        if nf > 1 or natoms > STAGE_MAX_CENTRES:
-            return None
-        if box is None or sorted_lists:
-            return "stage", natoms, atomic
-        return "cells", natoms, plan_cells(box[0], natoms, rcut, coord.dtype)[0], atomic
+        if nf == 1 and box is not None and not sorted_lists and natoms <= CELLS_MAX_CENTRES:
+            return "cells", natoms, plan_cells(box[0], natoms, rcut, coord.dtype)[0], atomic
+        return ("stage", natoms, atomic) if nf == 1 and natoms <= STAGE_MAX_CENTRES else None
+
+    def _by_type(self, ncentre: int) -> bool:
+        """Whether a whole call's fitting nets run on their own type's atoms (as the eager call's do)."""
+        return self.evaluator.fused and self.evaluator.model.descriptor.ntypes > 1 and ncentre >= BY_TYPE_MIN_CENTRES
+
+    def _host_rows(self, atype: Tensor) -> list[Tensor]:
+        """The centres of each type (`FlatNeighbors.rows_by_type`), chunk by chunk, from the host's types (natoms,):
+        the index lists a by-type call reads (virtual atoms are centres of type 0, as `center_type` has them)."""
+        types, ntypes = atype.numpy(), self.evaluator.model.descriptor.ntypes
+        parts = [types[start:stop] for start, stop in chunks(len(types), self.evaluator.chunk_atoms)]
+        return [torch.from_numpy(np.flatnonzero(part <= 0 if t == 0 else part == t)) for part in parts
+                for t in range(ntypes)]
 
     def _holds(self, key: tuple) -> bool:
         """Whether a graph for key is kept: the whole call's, or the stage's for these atoms."""
@@ -284,20 +300,26 @@ class GraphedCall:
         nlist, over = self._rows(ext_coord, ext_atype, atype)
         return self._outputs(ext_coord, ext_atype, nlist, mapping, atomic, over)
 
-    def _cell_call(self, coord: Tensor, atype: Tensor, box: Tensor, reach: Tensor, *, plan: CellPlan,
+    def _cell_call(self, coord: Tensor, atype: Tensor, box: Tensor, reach: Tensor, *rows: Tensor, plan: CellPlan,
                    capacity: int, atomic: bool) -> Tensor:
-        """A whole call of one frame with the cell list of static sizes, without host syncs."""
+        """A whole call of one frame with the cell list of static sizes, without host syncs; rows: `_host_rows`
+        on the device, or none (every net on every atom)."""
         model = self.evaluator.model
         *data, over, outgrown = static_cell_neighbors(coord, atype, box, reach, model.rcut, model.sel, plan,
                                                       capacity)
         ext_coord, ext_atype, mapping, nlist = data
-        return self._outputs(ext_coord, ext_atype, nlist, mapping, atomic, over.to(torch.int64) + 2 * outgrown)
+        ntypes = model.descriptor.ntypes
+        type_rows = {(a, b, ntypes): list(rows[i * ntypes:(i + 1) * ntypes])
+                     for i, (a, b) in enumerate(chunks(coord.shape[1], self.evaluator.chunk_atoms))} if rows else None
+        return self._outputs(ext_coord, ext_atype, nlist, mapping, atomic, over.to(torch.int64) + 2 * outgrown,
+                             type_rows)
 
     def _outputs(self, ext_coord: Tensor, ext_atype: Tensor, nlist: Tensor, mapping: Tensor, atomic: bool,
-                 flag: Tensor) -> Tensor:
-        """The evaluation of the list, its outputs flattened (`packed_outputs`) and then the flag."""
-        flat = FlatNeighbors.from_frames(ext_coord, ext_atype, nlist, mapping)
-        out = self.evaluator.evaluate_neighbors(flat, atomic, self.pair_stage)
+                 flag: Tensor, type_rows: dict | None = None) -> Tensor:
+        """The evaluation of the list (each fitting net on its type's atoms where type_rows are given, else every net
+        on every atom), its outputs flattened (`packed_outputs`) and then the flag."""
+        flat = FlatNeighbors.from_frames(ext_coord, ext_atype, nlist, mapping, type_rows)
+        out = self.evaluator.evaluate_neighbors(flat, atomic, None if type_rows else self.pair_stage)
         return torch.cat([packed_outputs(out, atomic), flag.to(torch.float64).reshape(1)])
 
     def _rows(self, ext_coord: Tensor, ext_atype: Tensor, atype: Tensor) -> tuple[Tensor, Tensor]:

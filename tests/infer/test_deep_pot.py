@@ -209,6 +209,26 @@ def test_the_graphed_call_with_a_static_cell_list_is_the_eager_call(model):
     assert graphed._cell_call(coord, atype, box, reach, plan=plan, capacity=nghost - 1, atomic=False)[-1] == 2
 
 
+def test_a_whole_calls_type_rows_from_the_host_are_the_evaluators(model):
+    """`GraphedCall._host_rows` (what a by-type whole call copies in) equal `FlatNeighbors.find_type_rows`'s lists,
+    chunk by chunk, virtual atoms counted as type 0 centres."""
+    from deeppot.infer import Evaluator
+    from deeppot.infer.evaluate import FlatNeighbors
+    from deeppot.infer.graph import GraphedCall
+
+    atype = torch.randint(0, 2, (1, 50), generator=torch.Generator().manual_seed(1))
+    atype[0, [3, 17]] = -1
+    graphed = GraphedCall(Evaluator(model, "cpu", chunk_atoms=16))
+    rows = graphed._host_rows(atype[0])
+    flat = FlatNeighbors(torch.zeros(50, 3), atype[0], torch.zeros(50, 1, dtype=torch.int64), torch.arange(50),
+                         atype[0].clamp(min=0), 1, 50)
+    flat.find_type_rows(atype.reshape(-1), 16, 2)
+    want = [r for key in sorted(flat.type_rows) for r in flat.type_rows[key]]
+    assert len(rows) == len(want) == 8
+    for got, ref in zip(rows, want, strict=True):
+        assert torch.equal(got, ref.cpu())
+
+
 def test_mid_size_frames_replay_their_evaluation_stage(model):
     """One frame of GRAPH_MAX_CENTRES to STAGE_MAX_CENTRES atoms: its evaluation stage ("stage", atoms, atomic);
     more atoms, or several frames of them: no graph."""
