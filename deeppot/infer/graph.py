@@ -206,7 +206,7 @@ class GraphedCall:
         key, host = self.key(coord, box, atomic), (coord, atype, box)
         if key is not None and key[0] == "cells":  # the slab's reach from this box, the centres of each type
             rows = self._host_rows(atype[0]) if self._by_type(coord.shape[1]) else []
-            key = (*key, tuple(len(r) for r in rows))
+            key = self._held_plan((*key, tuple(len(r) for r in rows)))
             host = (*host, ghost_reach(box[0], self.evaluator.model.rcut, coord.dtype)[0], *rows)
         if key is None or (key != self.seen and not self._holds(key)):
             self.seen = key
@@ -240,6 +240,15 @@ class GraphedCall:
         if nf == 1 and box is not None and not sorted_lists and natoms <= CELLS_MAX_CENTRES:
             return "cells", natoms, plan_cells(box[0], natoms, rcut, coord.dtype)[0], atomic
         return ("stage", natoms, atomic) if nf == 1 and natoms <= STAGE_MAX_CENTRES else None
+
+    def _held_plan(self, key: tuple) -> tuple:
+        """A "cells" key, or the kept graph's where its list serves this frame too (`CellPlan.serves`: a box that
+        changed a little needs no new capture)."""
+        held = None if self.captured is None else self.captured.key
+        if held is not None and held[0] == "cells" and held[1] == key[1] and held[3:] == key[3:] and \
+                held[2].serves(key[2]):
+            return held
+        return key
 
     def _by_type(self, ncentre: int) -> bool:
         """Whether a whole call's fitting nets run on their own type's atoms (as the eager call's do)."""
@@ -275,7 +284,8 @@ class GraphedCall:
         dev = self.evaluator.device
         inputs = tuple(None if t is None else t.to(dev) for t in host)
         shifts = None
-        if key[0] == "cells":
+        if key[0] == "cells":  # one bin more each way, for the boxes of later frames (`_held_plan`)
+            key = (key[0], key[1], key[2].padded(), *key[3:])
             capacity = int(GHOST_ROOM * ghost_count(inputs[0], inputs[2], inputs[3], key[2])) + 64
             call = functools.partial(self._cell_call, plan=key[2], capacity=capacity, atomic=atomic)
         else:

@@ -35,6 +35,17 @@ class CellPlan:
     dims: tuple[int, ...]  # bins per direction over the slab's bounding box
     edge: float  # the bins' edge
 
+    def padded(self) -> CellPlan:
+        """The plan with one more bin each way: room for a box that grows a little (from frame to frame under
+        constant pressure, say) before a capture of it no longer serves."""
+        return CellPlan(self.nbuff, tuple(d + 1 for d in self.dims), self.edge)
+
+    def serves(self, other: CellPlan) -> bool:
+        """Whether a list of this plan serves a frame that needs `other`: the same layers and bin edge, no fewer
+        bins (bins past the atoms stay empty)."""
+        return (self.nbuff, self.edge) == (other.nbuff, other.edge) and \
+            all(a >= b for a, b in zip(self.dims, other.dims, strict=True))
+
 
 def plan_cells(box: Tensor, nloc: int, rcut: float, dtype: torch.dtype) -> tuple[CellPlan, Tensor]:
     """The plan of a frame's list and its ghost slab's reach (3,) in dtype on the host (`ghost_reach`): box (3, 3)

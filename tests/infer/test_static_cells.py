@@ -61,3 +61,19 @@ def test_too_few_ghost_slots_or_a_too_small_sel_are_flagged():
     flags = [[bool(f) for f in static_cell_neighbors(coord, atype, box, reach, 4.0, sel, plan, capacity)[4:]]
              for sel, capacity in [([80, 80], nghost - 1), ([80, 80], nghost), ([5, 80], nghost)]]
     assert flags == [[False, True], [False, False], [True, False]]
+
+
+def test_a_padded_plan_serves_a_slightly_larger_box_and_its_list_is_still_right():
+    """The plan a capture keeps (one more bin each way) serves the frame in a box 0.2% larger, and its list there
+    is the eager one; a box 30% larger needs a new plan."""
+    coord, atype, box = frame(SKEWED, 40, seed=5)
+    plan = plan_cells(box[0], 40, 4.0, torch.float64)[0].padded()
+    grown_coord, grown_box = coord * 1.002, box * 1.002
+    grown, reach = plan_cells(grown_box[0], 40, 4.0, torch.float64)
+    assert plan.serves(grown) and not grown.serves(plan.padded())
+    assert not plan.serves(plan_cells(box[0] * 1.3, 40, 4.0, torch.float64)[0])
+    want = cell_neighbors(grown_coord, atype, grown_box, 4.0, [80, 80])
+    capacity = ghost_count(grown_coord, grown_box, reach, plan)
+    got = static_cell_neighbors(grown_coord, atype, grown_box, reach, 4.0, [80, 80], plan, capacity)
+    np.testing.assert_array_equal(pairs(got[0], got[2], got[3], [80, 80]), pairs(want[0], want[2], want[3], [80, 80]))
+    assert not bool(got[4] | got[5])
