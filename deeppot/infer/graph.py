@@ -1,5 +1,6 @@
-"""`GraphedEvaluation`: `Evaluator.evaluate_neighbors` replayed from a CUDA graph; `GraphedCall`: a whole small
-`DeepPot.eval` call, list build included, replayed likewise.
+"""`GraphedEvaluation`: `Evaluator.evaluate_neighbors` replayed from a CUDA graph; `GraphedCall`: a whole
+`DeepPot.eval` call of a small system, or of one periodic frame of up to 131,072 atoms, list build included,
+replayed likewise (`DeepPot(graph=True)`, the default on a GPU).
 
 A small system is bound by kernel launches, not arithmetic: the 192-atom water frame runs ~100 kernels of a few
 microseconds each. MD and repeated evaluation call the same shapes again and again (a skin neighbour list keeps
