@@ -39,6 +39,28 @@ def supercell(reps: int):
     return coord, (box * reps).reshape(2, 9), np.tile(atype, reps**3)
 
 
+def host_syncs(call) -> list[str]:
+    """The host syncs of call() (torch's sync debug mode), after the GPU's queue is drained."""
+    torch.cuda.synchronize()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            call()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    return [str(w.message) for w in caught if "synchroniz" in str(w.message)]
+
+
+def assert_calls_agree(graphed, eager, coord, cells, atype, steps: int, tol: float, atomic: bool = False) -> None:
+    """`steps` calls of both `DeepPot`s at moved positions give the same outputs to tol relative."""
+    for step in range(steps):
+        moved = coord + 0.02 * step * np.sin(np.arange(coord.size)).reshape(coord.shape)
+        got, want = graphed.eval(moved, cells, atype, atomic=atomic), eager.eval(moved, cells, atype, atomic=atomic)
+        for a, b in zip(got, want, strict=True):
+            assert np.abs(a - b).max() <= tol * np.abs(b).max(), (step, np.abs(a - b).max(), np.abs(b).max())
+
+
 @pytest.mark.parametrize("precision", ["float64", "float32"])
 def test_fused_equals_pytorch_on_water_supercell(precision):
     model = water_model(precision)
@@ -189,16 +211,8 @@ def test_a_whole_call_syncs_only_where_a_build_must():
     dp = DeepPot(water_model("float32"), "cuda", graph=False)
     coord, cells, atype = supercell(4)
     dp.eval(coord[:1], cells[:1], atype)  # compiles the kernels
-    torch.cuda.synchronize()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        torch.cuda.set_sync_debug_mode("warn")
-        try:
-            dp.eval(coord[:1], cells[:1], atype)
-        finally:
-            torch.cuda.set_sync_debug_mode("default")
-    syncs = [w for w in caught if "synchroniz" in str(w.message)]
-    assert 0 < len(syncs) <= 4, [str(w.message) for w in syncs]
+    syncs = host_syncs(lambda: dp.eval(coord[:1], cells[:1], atype))
+    assert 0 < len(syncs) <= 4, syncs
 
 
 @pytest.mark.parametrize("precision", ["float32", "float64"])
@@ -212,21 +226,9 @@ def test_small_calls_replay_a_graph_of_the_whole_call(precision, periodic):
     cells = cells if periodic else None
     graphed, eager = DeepPot(model, "cuda"), DeepPot(model, "cuda", graph=False)
     tol = 1e-10 if precision == "float64" else 1e-5
-    for step in range(4):
-        moved = coord + 0.02 * step * np.sin(np.arange(coord.size)).reshape(coord.shape)
-        got, want = graphed.eval(moved, cells, atype, atomic=True), eager.eval(moved, cells, atype, atomic=True)
-        for a, b in zip(got, want, strict=True):
-            assert np.abs(a - b).max() <= tol * np.abs(b).max(), (step, np.abs(a - b).max(), np.abs(b).max())
+    assert_calls_agree(graphed, eager, coord, cells, atype, steps=4, tol=tol, atomic=True)
     assert graphed.graphed.captures == 1 and graphed.graphed.replays == 3 and eager.graphed is None
-    torch.cuda.synchronize()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        torch.cuda.set_sync_debug_mode("warn")
-        try:
-            graphed.eval(coord, cells, atype, atomic=True)
-        finally:
-            torch.cuda.set_sync_debug_mode("default")
-    assert len([w for w in caught if "synchroniz" in str(w.message)]) == 1
+    assert len(host_syncs(lambda: graphed.eval(coord, cells, atype, atomic=True))) == 1
 
 
 def test_a_1536_atom_frame_replays_a_graph_of_the_whole_call():
@@ -235,21 +237,9 @@ def test_a_1536_atom_frame_replays_a_graph_of_the_whole_call():
     model = water_model("float32")
     coord, cells, atype = supercell(2)
     graphed, eager = DeepPot(model, "cuda"), DeepPot(model, "cuda", graph=False)
-    for step in range(3):
-        moved = coord[:1] + 0.02 * step * np.sin(np.arange(coord[0].size)).reshape(coord[:1].shape)
-        got, want = graphed.eval(moved, cells[:1], atype), eager.eval(moved, cells[:1], atype)
-        for a, b in zip(got, want, strict=True):
-            assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max(), (step, np.abs(a - b).max(), np.abs(b).max())
+    assert_calls_agree(graphed, eager, coord[:1], cells[:1], atype, steps=3, tol=1e-5)
     assert graphed.graphed.captures == 1 and graphed.graphed.replays == 2
-    torch.cuda.synchronize()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        torch.cuda.set_sync_debug_mode("warn")
-        try:
-            graphed.eval(coord[:1], cells[:1], atype)
-        finally:
-            torch.cuda.set_sync_debug_mode("default")
-    assert len([w for w in caught if "synchroniz" in str(w.message)]) == 1
+    assert len(host_syncs(lambda: graphed.eval(coord[:1], cells[:1], atype))) == 1
 
 
 @pytest.mark.parametrize("periodic", [True, False])
@@ -261,26 +251,13 @@ def test_a_mid_size_frame_replays_a_graph(periodic):
     coord, cells, atype = supercell(4)
     cells = cells[:1] if periodic else None
     graphed, eager = DeepPot(model, "cuda"), DeepPot(model, "cuda", graph=False)
-    for step in range(3):
-        moved = coord[:1] + 0.02 * step * np.sin(np.arange(coord[0].size)).reshape(coord[:1].shape)
-        got, want = graphed.eval(moved, cells, atype, atomic=True), eager.eval(moved, cells, atype, atomic=True)
-        for a, b in zip(got, want, strict=True):
-            assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max(), (step, np.abs(a - b).max(), np.abs(b).max())
+    assert_calls_agree(graphed, eager, coord[:1], cells, atype, steps=3, tol=1e-5, atomic=True)
     g = graphed.graphed
     if periodic:
         assert (g.captures, g.replays, g.staged) == (1, 2, 0)
-        torch.cuda.synchronize()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            torch.cuda.set_sync_debug_mode("warn")
-            try:
-                graphed.eval(coord[:1], cells, atype, atomic=True)
-            finally:
-                torch.cuda.set_sync_debug_mode("default")
-        assert len([w for w in caught if "synchroniz" in str(w.message)]) == 1
-        grown = coord[:1] * 1.001, cells * 1.001, atype  # a box 0.1% larger: the same graph serves it
-        for a, b in zip(graphed.eval(*grown, atomic=True), eager.eval(*grown, atomic=True), strict=True):
-            assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max()
+        assert len(host_syncs(lambda: graphed.eval(coord[:1], cells, atype, atomic=True))) == 1
+        # a box 0.1% larger: the same graph serves it
+        assert_calls_agree(graphed, eager, coord[:1] * 1.001, cells * 1.001, atype, steps=1, tol=1e-5, atomic=True)
         assert (g.captures, g.replays) == (1, 4)
     else:
         assert (g.captures, g.staged, g.stage.captures) == (0, 2, 1)
