@@ -11,14 +11,21 @@ within rcut: the list of a one-off evaluation (`deeppot.infer.Evaluator`).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
 from deeppot.nlist import NeighborData, build_neighbor_data, choose_method, extend_coords
-from deeppot.nlist.cell_list import BinnedFrame, bin_frame, bin_runs, pad_frames, pair_rows, wrapped_cells
+from deeppot.nlist.cell_list import (
+    BinnedFrame,
+    bin_frame,
+    bin_runs,
+    gpu_kernels,
+    pad_frames,
+    pair_rows,
+    wrapped_cells,
+)
 from deeppot.nlist.selection import distance, split_by_type, warn_overflow
 
 __all__ = [
@@ -86,20 +93,10 @@ def candidate_distances(ext_coord: Tensor, candidates: Tensor) -> tuple[Tensor, 
     return j, distance(ext_coord[:, :nloc, None, :], nbr)
 
 
-@functools.cache  # called every MD step: the choice is made once per device
-def _kernels_on(device: torch.device) -> bool:
-    """Whether the selection's Triton twins run on this device: a CUDA device, with Triton installed."""
-    if device.type != "cuda":
-        return False
-    from deeppot.kernels import embedding
-
-    return embedding.triton is not None
-
-
 def unsorted_selection(device: torch.device, all_pairs: bool = False):
     """`select_in_candidate_order` (or with all_pairs `select_all_pairs`), or on a CUDA device with Triton its
     one-kernel twin (`deeppot.kernels.selection`, equal entry for entry)."""
-    if _kernels_on(device):
+    if gpu_kernels(device):
         from deeppot.kernels import selection
 
         return selection.select_all_pairs if all_pairs else selection.select_in_candidate_order
@@ -169,7 +166,7 @@ def select_in_bins(frame: BinnedFrame, nloc: int, rcut: float, sel: Sequence[int
     and the overflow flag: `pair_rows` and `select_in_candidate_order`, or on a GPU their one-launch twin
     (`deeppot.kernels.cell_pairs.select_pairs`)."""
     pos = frame.ext_coord.detach()
-    if _kernels_on(pos.device):
+    if gpu_kernels(pos.device):
         from deeppot.kernels.cell_pairs import select_pairs
 
         return select_pairs(pos, frame.ext_atype, frame.pos_sorted, frame.type_sorted, frame.bins, nloc, rcut, sel)

@@ -336,16 +336,22 @@ def _candidate_pairs(seg_start: Tensor, seg_len: Tensor, total: int) -> tuple[Te
     return seg // nseg, at
 
 
+@functools.cache  # asked at every build: the answer is made once per device
+def gpu_kernels(device: torch.device) -> bool:
+    """Whether the lists' Triton twins run on this device: a CUDA device, with Triton installed (on a CPU the
+    PyTorch twins run; the tests run the kernels there under Triton's interpreter explicitly)."""
+    from deeppot.kernels import embedding
+
+    return device.type == "cuda" and embedding.triton_available(device)
+
+
 def _pair_rows_on(device: torch.device):
     """`pair_rows`, or on a CUDA device with Triton its one-kernel twin (`deeppot.kernels.cell_pairs`: the same
     neighbours in the same order, 79 million candidate pairs never stored for 98,304 water atoms at rcut 8)."""
-    if device.type == "cuda":
-        from deeppot.kernels import embedding
+    if gpu_kernels(device):
+        from deeppot.kernels.cell_pairs import pair_rows as kernel
 
-        if embedding.triton is not None:
-            from deeppot.kernels.cell_pairs import pair_rows as kernel
-
-            return kernel
+        return kernel
     return pair_rows
 
 

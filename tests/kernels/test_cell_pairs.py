@@ -90,9 +90,9 @@ def test_skin_candidates_through_the_kernel_equal_the_twins(monkeypatch, rows, n
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_selecting_walk_equals_the_twins_rows_selected(monkeypatch, rows, natoms, ntypes, sel, overflows, dtype):
     coord, atype, box = system(rows, natoms, ntypes, seed=natoms + 2, dtype=dtype)
-    monkeypatch.setattr(candidates, "_kernels_on", lambda device: False)
+    monkeypatch.setattr(candidates, "gpu_kernels", lambda device: False)
     want = candidates.cell_neighbors(coord, atype, box, RCUT, sel)
-    monkeypatch.setattr(candidates, "_kernels_on", lambda device: True)
+    monkeypatch.setattr(candidates, "gpu_kernels", lambda device: True)
     got = candidates.cell_neighbors(coord, atype, box, RCUT, sel)
     assert (want[3] >= 0).sum() > 0 and (want[3][:, natoms // 3] == -1).all()  # a virtual centre: an empty row
     for g, w in zip(got[:4], want[:4], strict=True):
