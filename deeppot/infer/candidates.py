@@ -170,7 +170,7 @@ def select_in_bins(frame: BinnedFrame, nloc: int, rcut: float, sel: Sequence[int
         from deeppot.kernels.cell_pairs import select_pairs
 
         return select_pairs(pos, frame.ext_atype, frame.pos_sorted, frame.type_sorted, frame.bins, nloc, rcut, sel)
-    seg_start, seg_len = bin_runs(frame.bins, torch.arange(nloc, device=pos.device))
+    seg_start, seg_len = bin_runs(frame.bins, nloc)
     rows = pair_rows(pos, frame.pos_sorted, frame.type_sorted, frame.bins.order, seg_start, seg_len, 0, rcut)[None]
     return select_in_candidate_order(pos[None], frame.ext_atype[None], rows,
                                      candidate_types(frame.ext_atype[None], rows), rcut, sel)

@@ -135,7 +135,7 @@ def _frame_rows(coord: Tensor, atype: Tensor, cell: FrameCell | None, rcut: floa
     mapping, chunks."""
     frame = bin_frame(coord, atype, cell, rcut)
     nloc = coord.shape[0]
-    seg_start, seg_len = bin_runs(frame.bins, torch.arange(nloc, device=coord.device))
+    seg_start, seg_len = bin_runs(frame.bins, nloc)
     bounds = [0, nloc] if chunk_elems is None else _chunk_bounds(seg_len, chunk_elems)
     rows_of = _pair_rows_on(coord.device)
     chunks = ((a, rows_of(frame.ext_coord.detach(), frame.pos_sorted, frame.type_sorted, frame.bins.order,
@@ -307,13 +307,13 @@ def _top(dims: tuple[int, ...], device: torch.device) -> Tensor:
     return (torch.tensor(dims) - 1).to(device, non_blocking=True)  # no wait for the GPU's queue
 
 
-def bin_runs(bins: Bins, centres: Tensor) -> tuple[Tensor, Tensor]:
-    """Candidate ranges of each centre: for every (y, z) bin row within reach, the contiguous run of bins from
-    x - reach to x + reach in the sorted order. centres (C,) -> seg_start, seg_len (C, (2 reach + 1)^2) int64."""
+def bin_runs(bins: Bins, nloc: int) -> tuple[Tensor, Tensor]:
+    """Candidate ranges of the first nloc atoms (the centres): for every (y, z) bin row within reach, the contiguous
+    run of bins from x - reach to x + reach in the sorted order -> seg_start, seg_len (nloc, (2 reach + 1)^2) int64."""
     nx, ny, nz = bins.dims
-    steps = torch.arange(-bins.reach, bins.reach + 1, device=centres.device)
+    steps = torch.arange(-bins.reach, bins.reach + 1, device=bins.cell.device)
     dy, dz = torch.meshgrid(steps, steps, indexing="ij")
-    cell = bins.cell[centres]  # (C, 3)
+    cell = bins.cell[:nloc]  # (nloc, 3)
     y = cell[:, 1:2] + dy.reshape(1, -1)
     z = cell[:, 2:3] + dz.reshape(1, -1)
     inside = (y >= 0) & (y < ny) & (z >= 0) & (z < nz)

@@ -83,7 +83,7 @@ def _stat_cell_frame(coord: Tensor, group: Tensor, box: Tensor | None, rcut: flo
     frame = bin_frame(coord[0], group, cells[0], rcut)
     ext_coord, pos_sorted, group_sorted = frame.ext_coord, frame.pos_sorted, frame.type_sorted
     nloc = coord.shape[1]
-    seg_start, seg_len = bin_runs(frame.bins, torch.arange(nloc, device=coord.device))
+    seg_start, seg_len = bin_runs(frame.bins, nloc)
     count = torch.zeros(nloc * ngroups, dtype=torch.int64, device=coord.device)
     min_dist = torch.full((), math.inf, dtype=torch.float64, device=coord.device)
     for a, b in itertools.pairwise(_chunk_bounds(seg_len, _CELL_CHUNK_PAIRS)):
