@@ -218,10 +218,10 @@ class DeepPot:
     model: a model file (.dp, .yaml, a deeppot or DeePMD-kit .pt checkpoint) or an `EnergyModel` (which is moved
     to the device and put in eval mode, as `nn.Module.to` does).
     device: "cpu", "cuda", "cuda:N"; None picks a GPU when there is one.
-    graph: on a GPU, replay calls on small systems (under 4,096 atoms a call) from a CUDA graph, captured when two
-    calls in a row have its shape (`deeppot.infer.graph.GraphedCall`: the list build, the evaluation and the outputs
-    in one launch), and on one frame of up to 32,768 atoms the evaluation after the list build. Other keywords go
-    to `Evaluator`.
+    graph: on a GPU, replay calls from a CUDA graph, captured when two calls in a row have its shape
+    (`deeppot.infer.graph.GraphedCall`): whole calls (the list build, the evaluation and the outputs in one launch)
+    on small systems (under 4,096 atoms a call) and on one periodic frame of up to 131,072 atoms; on one frame
+    without a box of up to 32,768 atoms, the evaluation after the list build. Other keywords go to `Evaluator`.
     """
 
     def __init__(self, model: str | Path | EnergyModel, device: str | torch.device | None = None,

@@ -86,8 +86,8 @@ class FlatNeighbors:
         counts back, after the list build's work is queued)."""
         types = center_type.numpy()
         for start, stop in chunks(self.ncentre, chunk_atoms):
-            part = types[start:stop]  # virtual atoms (type < 0) are centres of type 0, as center_type has them
-            counts = [0, *(int(np.count_nonzero(part <= 0 if t == 0 else part == t)) for t in range(ntypes))]
+            part = types[start:stop]
+            counts = [0, *(int(np.count_nonzero(of_centre_type(part, t))) for t in range(ntypes))]
             self.type_rows[(start, stop, ntypes)] = type_groups(self.center_type[start:stop], ntypes, counts)
 
     def self_index(self, start: int, stop: int) -> Tensor:
@@ -108,6 +108,12 @@ class FlatNeighbors:
         nlist = self.nlist[start:stop]
         j = nlist.clamp(min=0)
         return torch.where(nlist >= 0, self.owner[j], -1), torch.where(nlist >= 0, self.ext_atype[j], -1)
+
+
+def of_centre_type(types: np.ndarray, t: int) -> np.ndarray:
+    """Which of these host types (an atom's type in its frame) are centres of type t: virtual atoms (type < 0) are
+    centres of type 0, as `FlatNeighbors.center_type` has them."""
+    return types <= 0 if t == 0 else types == t
 
 
 def chunks(n: int, chunk_atoms: int) -> Iterator[tuple[int, int]]:

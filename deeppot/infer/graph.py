@@ -32,7 +32,7 @@ from torch import Tensor
 from deeppot.cuda_graph import capture
 from deeppot.infer.candidates import unsorted_selection
 from deeppot.infer.deep_pot import Evaluator, packed_outputs
-from deeppot.infer.evaluate import FlatNeighbors, chunks
+from deeppot.infer.evaluate import FlatNeighbors, chunks, of_centre_type
 from deeppot.infer.static_cells import GHOST_ROOM, CellPlan, ghost_count, plan_cells, static_cell_neighbors
 from deeppot.nlist import REFERENCE_MAX_PAIRS, reference_pairs
 from deeppot.nlist.cell_list import ghost_reach
@@ -230,8 +230,9 @@ class GraphedCall:
 
     def key(self, coord: Tensor, box: Tensor | None, atomic: bool) -> tuple | None:
         """What a graph is captured for: ("whole", frames, atoms, image layers, atomic) for a whole call with every
-        image listed, ("cells", atoms, `CellPlan`, atomic) for one with a cell list of static sizes, ("stage", atoms,
-        atomic) for a mid-size frame's evaluation stage; None where no graph serves."""
+        image listed, ("cells", atoms, `CellPlan`, atomic) for one with a cell list of static sizes (to which the
+        call adds its centres' counts per type), ("stage", atoms, atomic) for a mid-size frame's evaluation stage;
+        None where no graph serves."""
         nf, natoms = coord.shape[:2]
         rcut, sorted_lists = self.evaluator.model.rcut, self.evaluator.sorted_lists
         if nf * natoms < GRAPH_MAX_CENTRES:
@@ -257,11 +258,10 @@ class GraphedCall:
 
     def _host_rows(self, atype: Tensor) -> list[Tensor]:
         """The centres of each type (`FlatNeighbors.rows_by_type`), chunk by chunk, from the host's types (natoms,):
-        the index lists a by-type call reads (virtual atoms are centres of type 0, as `center_type` has them)."""
+        the index lists a by-type call reads."""
         types, ntypes = atype.numpy(), self.evaluator.model.descriptor.ntypes
         parts = [types[start:stop] for start, stop in chunks(len(types), self.evaluator.chunk_atoms)]
-        return [torch.from_numpy(np.flatnonzero(part <= 0 if t == 0 else part == t)) for part in parts
-                for t in range(ntypes)]
+        return [torch.from_numpy(np.flatnonzero(of_centre_type(part, t))) for part in parts for t in range(ntypes)]
 
     def _holds(self, key: tuple) -> bool:
         """Whether a graph for key is kept: the whole call's, or the stage's for these atoms."""
