@@ -32,7 +32,7 @@ if embedding.triton is not None:
     import triton
     import triton.language as tl
 
-    from deeppot.kernels.selection import append_by_type, block_meta, close_blocks, cutoff
+    from deeppot.kernels.selection import append_by_type, close_blocks, cutoff, run_selection
 
     @triton.jit
     def _measure(sorted_pos_ptr, sorted_type_ptr, order_ptr, at, live, centre, cx, cy, cz):
@@ -137,16 +137,9 @@ def select_pairs(pos: Tensor, ext_atype: Tensor, pos_sorted: Tensor, type_sorted
     read back. pos (nall, 3) and ext_atype (nall,) the extended atoms, the first nloc the centres (a virtual one
     gets an empty row); pos_sorted, type_sorted in bin order; bins the frame's `deeppot.nlist.cell_list.Bins`.
     Returns nlist (nloc, sum(sel)) int64, -1 padded, and the overflow flag (0-dim bool on the device)."""
-    nlist = torch.empty(nloc, sum(sel), dtype=torch.int64, device=pos.device)
-    over = torch.zeros(1, dtype=torch.int32, device=pos.device)
-    if nloc == 0 or sum(sel) == 0:
-        return nlist.fill_(-1), over[0].bool()
-    tensors = [t.contiguous() for t in (pos, ext_atype, pos_sorted, type_sorted, bins.order, bins.cell, bins.start,
-                                        bins.count)]
-    rcut_t = cutoff(float(rcut), pos.dtype, pos.device)
-    _select_walk_kernel[(nloc,)](*tensors, nlist, over, *bins.dims, sum(sel), rcut_t, REACH=bins.reach, BLOCK=BLOCK,
-                                 **block_meta(sel), num_warps=1)
-    return nlist, over[0].bool()
+    inputs = (pos, ext_atype, pos_sorted, type_sorted, bins.order, bins.cell, bins.start, bins.count)
+    rest = (*bins.dims, sum(sel), cutoff(float(rcut), pos.dtype, pos.device))
+    return run_selection(_select_walk_kernel, (nloc,), sel, inputs, rest, REACH=bins.reach, BLOCK=BLOCK, num_warps=1)
 
 
 __all__ = ["pair_rows", "select_pairs"]

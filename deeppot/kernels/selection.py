@@ -13,6 +13,7 @@ Tests: tests/kernels/test_selection.py (GPU, or Triton's interpreter on a CPU).
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from itertools import accumulate
 
@@ -128,15 +129,10 @@ def select_in_candidate_order(ext_coord: Tensor, ext_atype: Tensor, candidates: 
     padded. No host synchronisation: the launch can be captured in a CUDA graph.
     """
     nf, nloc, ncand = candidates.shape
-    nlist = torch.empty(nf, nloc, sum(sel), dtype=torch.int64, device=candidates.device)
-    over = torch.zeros(1, dtype=torch.int32, device=candidates.device)
-    if nf * nloc == 0 or sum(sel) == 0:
-        return nlist.fill_(-1), over[0].bool()
-    _select_kernel[(nf * nloc,)](
-        ext_coord.detach().contiguous(), ext_atype.contiguous(), candidates.contiguous(), cand_type.contiguous(),
-        nlist, over, nloc, ext_coord.shape[1], ncand, sum(sel), cutoff(float(rcut), ext_coord.dtype, ext_coord.device),
-        NCAND=triton.next_power_of_2(max(ncand, 2)), **block_meta(sel), num_warps=4)
-    return nlist, over[0].bool()
+    inputs = (ext_coord.detach(), ext_atype, candidates, cand_type)
+    rest = (nloc, ext_coord.shape[1], ncand, sum(sel), cutoff(float(rcut), ext_coord.dtype, ext_coord.device))
+    return run_selection(_select_kernel, (nf, nloc), sel, inputs, rest,
+                         NCAND=triton.next_power_of_2(max(ncand, 2)), num_warps=4)
 
 
 def select_all_pairs(ext_coord: Tensor, ext_atype: Tensor, nloc: int, rcut: float, sel: Sequence[int]
@@ -144,14 +140,22 @@ def select_all_pairs(ext_coord: Tensor, ext_atype: Tensor, nloc: int, rcut: floa
     """The twin of `deeppot.infer.candidates.select_all_pairs`: one program a centre walks every extended atom in
     blocks, keeping each type's count so far (no (nloc, nall) array is made). No host synchronisation."""
     nf, nall = ext_atype.shape
-    nlist = torch.empty(nf, nloc, sum(sel), dtype=torch.int64, device=ext_atype.device)
-    over = torch.zeros(1, dtype=torch.int32, device=ext_atype.device)
-    if nf * nloc == 0 or sum(sel) == 0:
+    rest = (nloc, nall, sum(sel), cutoff(float(rcut), ext_coord.dtype, ext_coord.device))
+    return run_selection(_all_pairs_kernel, (nf, nloc), sel, (ext_coord.detach(), ext_atype), rest,
+                         BLOCK=ALL_PAIRS_BLOCK, num_warps=4)
+
+
+def run_selection(kernel, rows: tuple[int, ...], sel: Sequence[int], inputs: Sequence[Tensor], rest: Sequence,
+                  **meta) -> tuple[Tensor, Tensor]:
+    """Launch a selecting kernel, one program a row: kernel(*inputs, nlist, over, *rest, block_meta(sel), **meta).
+    Returns nlist (*rows, sum(sel)) int64 (all -1 where there is no row or no slot) and the overflow flag (0-dim
+    bool on the device)."""
+    device = inputs[0].device
+    nlist = torch.empty(*rows, sum(sel), dtype=torch.int64, device=device)
+    over = torch.zeros(1, dtype=torch.int32, device=device)
+    if math.prod(rows) == 0 or sum(sel) == 0:
         return nlist.fill_(-1), over[0].bool()
-    _all_pairs_kernel[(nf * nloc,)](
-        ext_coord.detach().contiguous(), ext_atype.contiguous(), nlist, over, nloc, nall, sum(sel),
-        cutoff(float(rcut), ext_coord.dtype, ext_coord.device), BLOCK=ALL_PAIRS_BLOCK, **block_meta(sel),
-        num_warps=4)
+    kernel[(math.prod(rows),)](*(t.contiguous() for t in inputs), nlist, over, *rest, **block_meta(sel), **meta)
     return nlist, over[0].bool()
 
 
