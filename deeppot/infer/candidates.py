@@ -26,6 +26,7 @@ from deeppot.nlist.cell_list import (
     pair_rows,
     wrapped_cells,
 )
+from deeppot.nlist.reference import pair_distances
 from deeppot.nlist.selection import distance, split_by_type, warn_overflow
 
 __all__ = [
@@ -127,12 +128,10 @@ def select_all_pairs(ext_coord: Tensor, ext_atype: Tensor, nloc: int, rcut: floa
     sync. Returns nlist (nf, nloc, sum(sel)) and the overflow flag (0-dim bool on the device)."""
     nf, nall = ext_atype.shape
     with torch.no_grad():
-        rr = distance(ext_coord[:, :nloc, None, :], ext_coord[:, None, :, :])  # (nf, nloc, nall)
-        idx = torch.arange(nall, device=ext_atype.device)
-        within = (rr <= rcut) & (idx[None, :] != torch.arange(nloc, device=idx.device)[:, None])
-        within &= (ext_atype >= 0)[:, None, :] & (ext_atype[:, :nloc] >= 0)[..., None]
+        within = (pair_distances(ext_coord, ext_atype, nloc) <= rcut) & (ext_atype[:, :nloc] >= 0)[..., None]
         itype = torch.where(within, ext_atype[:, None, :], -1)
-        return split_by_type(idx.expand(nf, nloc, nall), itype, sel, overflow=True)
+        idx = torch.arange(nall, device=ext_atype.device).expand(nf, nloc, nall)
+        return split_by_type(idx, itype, sel, overflow=True)
 
 
 def candidate_types(ext_atype: Tensor, candidates: Tensor) -> Tensor:

@@ -9,7 +9,7 @@ from torch import Tensor
 
 from deeppot.nlist.selection import NeighborOverflowWarning, distance, mask_virtual_centres, select_neighbors
 
-__all__ = ["NeighborOverflowWarning", "build_nlist_reference", "reference_rows"]
+__all__ = ["NeighborOverflowWarning", "build_nlist_reference", "pair_distances", "reference_rows"]
 
 
 def build_nlist_reference(
@@ -44,12 +44,19 @@ def reference_rows(ext_coord: Tensor, ext_atype: Tensor, nloc: int, rcut: float,
     of each type within rcut, count (nf, nloc, ntypes); no host sync (a CUDA graph can capture it)."""
     nf, nall, _ = ext_coord.shape
     with torch.no_grad():
-        # The (nf, nloc, nall, 3) differences are materialised on purpose: `distance` is the one expression all
-        # builders share (cdist would be faster but rounds differently, and ties would then order differently).
-        rr = distance(ext_coord[:, :nloc, None, :], ext_coord[:, None, :, :])  # (nf, nloc, nall)
-        idx = torch.arange(nall, device=ext_coord.device)
-        is_self = idx[None, :] == torch.arange(nloc, device=ext_coord.device)[:, None]  # (nloc, nall)
-        rr = rr.masked_fill(is_self | (ext_atype < 0)[:, None, :], float("inf"))
-        cand_idx = idx.expand(nf, nloc, nall)
+        rr = pair_distances(ext_coord, ext_atype, nloc)
+        cand_idx = torch.arange(nall, device=ext_coord.device).expand(nf, nloc, nall)
         cand_type = ext_atype[:, None, :].expand(nf, nloc, nall)
         return select_neighbors(rr, cand_idx, cand_type, rcut, sel)
+
+
+def pair_distances(ext_coord: Tensor, ext_atype: Tensor, nloc: int) -> Tensor:
+    """The distance of every extended atom from each of the first nloc, (nf, nloc, nall), inf where that atom is the
+    centre itself or of type < 0 (never a neighbour)."""
+    nall = ext_coord.shape[1]
+    # The (nf, nloc, nall, 3) differences are materialised on purpose: `distance` is the one expression all
+    # builders share (cdist would be faster but rounds differently, and ties would then order differently).
+    rr = distance(ext_coord[:, :nloc, None, :], ext_coord[:, None, :, :])
+    idx = torch.arange(nall, device=ext_coord.device)
+    is_self = idx[None, :] == torch.arange(nloc, device=ext_coord.device)[:, None]  # (nloc, nall)
+    return rr.masked_fill(is_self | (ext_atype < 0)[:, None, :], float("inf"))
