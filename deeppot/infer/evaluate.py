@@ -59,9 +59,12 @@ class FlatNeighbors:
         mapping (nf, nall); type_rows: another flat's, of centres of the same types."""
         nf, nall = ext_atype.shape
         nloc = nlist.shape[1]
-        frame = torch.arange(nf, device=nlist.device)
-        flat_nlist = torch.where(nlist >= 0, nlist + (frame * nall)[:, None, None], -1)
-        owner = mapping + (frame * nloc)[:, None]
+        if nf == 1:  # no offsets: a pass over the list fewer (~0.2 ms at 98,304 water atoms, run 220)
+            flat_nlist, owner = nlist, mapping
+        else:
+            frame = torch.arange(nf, device=nlist.device)
+            flat_nlist = torch.where(nlist >= 0, nlist + (frame * nall)[:, None, None], -1)
+            owner = mapping + (frame * nloc)[:, None]
         return cls(ext_coord.reshape(nf * nall, 3), ext_atype.reshape(-1), flat_nlist.reshape(nf * nloc, -1),
                    owner.reshape(-1), ext_atype[:, :nloc].clamp(min=0).reshape(-1), nf, nloc,
                    {} if type_rows is None else type_rows)

@@ -35,7 +35,6 @@ from deeppot.infer.deep_pot import Evaluator, packed_outputs
 from deeppot.infer.evaluate import FlatNeighbors, chunks, of_centre_type
 from deeppot.infer.static_cells import GHOST_ROOM, CellPlan, ghost_count, plan_cells, static_cell_neighbors
 from deeppot.nlist import REFERENCE_MAX_PAIRS, reference_pairs
-from deeppot.nlist.cell_list import ghost_reach
 from deeppot.nlist.ghosts import extend_with_shifts, image_shifts, nbuff_for
 from deeppot.nlist.reference import reference_rows
 from deeppot.nlist.selection import mask_virtual_centres, overflowed
@@ -167,6 +166,21 @@ class _CallGraph:
     inputs: tuple[Tensor | None, ...]  # coord, atype, box[, reach]: the static buffers the graph reads
     shifts: Tensor | None  # the image shifts it reads: kept with it (freed, their memory would be reused)
     values: Tensor  # the outputs of `DeepPot.eval` flattened, then the overflow flag (1: sel; 2: ghost slots)
+    held: tuple[Tensor | None, ...] = ()  # host copies of what `inputs` hold, but the positions
+
+    def copy_in(self, host: tuple[Tensor | None, ...]) -> None:
+        """Copy the host's inputs into the graph's buffers, but for the positions only those that changed: the
+        types and the centres of each type are the same from call to call of a run (each copy from pageable
+        memory holds the host for tens of microseconds while the GPU waits, run 220)."""
+        held = self.held or (None,) * len(host)
+        for static, new, old in zip(self.inputs, host, held, strict=True):
+            if static is not None and (old is None or not _same(old, new)):
+                static.copy_(new, non_blocking=True)
+        self.held = (None, *(None if t is None else t.clone() for t in host[1:]))
+
+
+def _same(a: Tensor, b: Tensor) -> bool:
+    return a is b or (a.shape == b.shape and np.array_equal(a.numpy(), b.numpy()))
 
 
 class GraphedCall:
@@ -199,6 +213,8 @@ class GraphedCall:
         self.captured: _CallGraph | None = None
         self.stage: GraphedEvaluation | None = None  # mid-size frames' evaluation stage
         self.seen: tuple | None = None  # the key of the last call not replayed
+        self.plans: tuple | None = None  # the latest box, atom count and dtype with their `plan_cells`
+        self.rows: tuple | None = None  # the latest types with their `_host_rows`
         self.captures = self.replays = self.staged = 0  # replays: calls answered by the whole-call graph
 
     def __call__(self, coord: Tensor, atype: Tensor, box: Tensor | None, atomic: bool) -> np.ndarray | None:
@@ -208,7 +224,7 @@ class GraphedCall:
         if key is not None and key[0] == "cells":  # the slab's reach from this box, the centres of each type
             rows = self._host_rows(atype[0]) if self._by_type(coord.shape[1]) else []
             key = self._held_plan((*key, tuple(len(r) for r in rows)))
-            host = (*host, ghost_reach(box[0], self.evaluator.model.rcut, coord.dtype)[0], *rows)
+            host = (*host, self._plan(box[0], coord.shape[1], coord.dtype)[1], *rows)
         if key is None or (key != self.seen and not self._holds(key)):
             self.seen = key
             return None
@@ -216,9 +232,7 @@ class GraphedCall:
             return self._staged_call(coord, atype, box, atomic)
         if self.captured is None or self.captured.key != key:
             self.captured = self._capture(key, host, atomic)
-        for static, new in zip(self.captured.inputs, host, strict=True):
-            if static is not None:
-                static.copy_(new, non_blocking=True)
+        self.captured.copy_in(host)
         self.captured.graph.replay()
         values = self.captured.values.cpu().numpy()
         if values[-1]:
@@ -240,8 +254,15 @@ class GraphedCall:
             if nf * reference_pairs(coord, box, rcut) <= limit:
                 return "whole", nf, natoms, None if box is None else tuple(nbuff_for(box, rcut)), atomic
         if nf == 1 and box is not None and not sorted_lists and natoms <= CELLS_MAX_CENTRES:
-            return "cells", natoms, plan_cells(box[0], natoms, rcut, coord.dtype)[0], atomic
+            return "cells", natoms, self._plan(box[0], natoms, coord.dtype)[0], atomic
         return ("stage", natoms, atomic) if nf == 1 and natoms <= STAGE_MAX_CENTRES else None
+
+    def _plan(self, box: Tensor, natoms: int, dtype: torch.dtype) -> tuple[CellPlan, Tensor]:
+        """`plan_cells` of this box (3, 3) on the host, kept for the next call: the box of an MD run at constant
+        volume does not change."""
+        if self.plans is None or (natoms, dtype) != self.plans[1:3] or not _same(self.plans[0], box):
+            self.plans = (box.clone(), natoms, dtype, plan_cells(box, natoms, self.evaluator.model.rcut, dtype))
+        return self.plans[3]
 
     def _held_plan(self, key: tuple) -> tuple:
         """A "cells" key, or the kept graph's where its list serves this frame too (`CellPlan.serves`: a box that
@@ -259,9 +280,13 @@ class GraphedCall:
     def _host_rows(self, atype: Tensor) -> list[Tensor]:
         """The centres of each type (`FlatNeighbors.rows_by_type`), chunk by chunk, from the host's types (natoms,):
         the index lists a by-type call reads."""
+        if self.rows is not None and _same(self.rows[0], atype):  # the same objects: no copy in (`copy_in`)
+            return self.rows[1]
         types, ntypes = atype.numpy(), self.evaluator.model.descriptor.ntypes
         parts = [types[start:stop] for start, stop in chunks(len(types), self.evaluator.chunk_atoms)]
-        return [torch.from_numpy(np.flatnonzero(of_centre_type(part, t))) for part in parts for t in range(ntypes)]
+        rows = [torch.from_numpy(np.flatnonzero(of_centre_type(part, t))) for part in parts for t in range(ntypes)]
+        self.rows = (atype.clone(), rows)
+        return rows
 
     def _holds(self, key: tuple) -> bool:
         """Whether a graph for key is kept: the whole call's, or the stage's for these atoms."""

@@ -17,6 +17,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -52,8 +53,9 @@ def plan_cells(box: Tensor, nloc: int, rcut: float, dtype: torch.dtype) -> tuple
     float64 on the host."""
     reach, nbuff = ghost_reach(box, rcut, dtype)
     r = reach.to(torch.float64).tolist()
-    corners = torch.tensor(list(itertools.product(*[(-x, 1 + x) for x in r])), dtype=torch.float64) @ box
-    extent = (corners.amax(dim=0) - corners.amin(dim=0)).tolist()
+    # in NumPy: ~10x faster than PyTorch's dispatch on these 8 x 3 host arrays
+    corners = np.array(list(itertools.product(*[(-x, 1 + x) for x in r]))) @ box.detach().numpy()
+    extent = np.ptp(corners, axis=0).tolist()
     edge, dims = bin_grid(extent, nloc * math.prod(2 * n + 1 for n in nbuff), rcut)
     return CellPlan(tuple(nbuff), tuple(dims), edge), reach
 

@@ -263,6 +263,25 @@ def test_a_mid_size_frame_replays_a_graph(periodic):
         assert (g.captures, g.staged, g.stage.captures) == (0, 2, 1)
 
 
+@pytest.mark.parametrize("reps", [1, 4])
+def test_a_replay_follows_new_types_of_the_same_counts(reps):
+    """A captured whole call (192 atoms: every image walked; 12,288: the cell list, each fitting net on its own
+    type's atoms) given types swapped between an O and an H atom (the same counts: the same graph) gives the eager
+    path's outputs: what a replay copies in again only when it changed (the types, the centres of each type) is
+    copied in when it does."""
+    model = water_model("float32")
+    coord, cells, atype = supercell(reps)
+    graphed, eager = DeepPot(model, "cuda"), DeepPot(model, "cuda", graph=False)
+    for _ in range(2):
+        graphed.eval(coord[:1], cells[:1], atype)
+    swapped = atype.copy()
+    swapped[[0, -1]] = atype[[-1, 0]]
+    assert atype[0] != atype[-1]
+    assert_calls_agree(graphed, eager, coord[:1], cells[:1], swapped, steps=2, tol=1e-5)
+    assert_calls_agree(graphed, eager, coord[:1], cells[:1], atype, steps=1, tol=1e-5)
+    assert graphed.graphed.captures == 1 and graphed.graphed.replays == 4
+
+
 def test_a_replay_that_overflows_sel_is_repeated_eagerly_and_warned():
     from deeppot.nlist import NeighborOverflowWarning
 

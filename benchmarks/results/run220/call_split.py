@@ -1,7 +1,7 @@
 """Run 220: where a graphed whole `DeepPot.eval` call of one large water frame goes (issue 9): the call's wall time,
 the replay alone (CUDA events), the host's share (cProfile of the calls), and the replay's kernels
 (torch.profiler: the kernels of the graph, device ms a call).
-Usage: python call_split.py PRECISION REPLICAS"""
+Usage: python call_split.py PRECISION REPLICAS [profile]   (without "profile": the timings only)"""
 import cProfile
 import pstats
 import sys
@@ -52,9 +52,15 @@ def replay_events(n=30):
     return np.median(times), min(times)
 
 
+def fmt(pair):
+    return f"{pair[0]:.3f} ({pair[1]:.3f})"
+
+
 for rnd in range(2):
-    print("round", rnd, "eval %.3f (%.3f)" % wall(lambda: pot.eval(*args)),
-          "replay wall %.3f (%.3f)" % wall(gc.captured.graph.replay), "replay events %.3f (%.3f)" % replay_events())
+    print("round", rnd, "eval", fmt(wall(lambda: pot.eval(*args))), "replay wall", fmt(wall(gc.captured.graph.replay)),
+          "replay events", fmt(replay_events()))
+if sys.argv[3:] != ["profile"]:
+    sys.exit()
 prof = cProfile.Profile()
 prof.enable()
 for _ in range(20):
