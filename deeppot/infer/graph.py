@@ -166,17 +166,26 @@ class _CallGraph:
     inputs: tuple[Tensor | None, ...]  # coord, atype, box[, reach]: the static buffers the graph reads
     shifts: Tensor | None  # the image shifts it reads: kept with it (freed, their memory would be reused)
     values: Tensor  # the outputs of `DeepPot.eval` flattened, then the overflow flag (1: sel; 2: ghost slots)
-    held: tuple[Tensor | None, ...] = ()  # host copies of what `inputs` hold, but the positions
+    staged: tuple[Tensor | None, ...] = ()  # pinned host copies of what `inputs` hold: copied from, and compared
+    copied: torch.cuda.Event | None = None  # after the latest copies from `staged`
 
     def copy_in(self, host: tuple[Tensor | None, ...]) -> None:
-        """Copy the host's inputs into the graph's buffers, but for the positions only those that changed: the
-        types and the centres of each type are the same from call to call of a run (each copy from pageable
-        memory holds the host for tens of microseconds while the GPU waits, run 220)."""
-        held = self.held or (None,) * len(host)
-        for static, new, old in zip(self.inputs, host, held, strict=True):
-            if static is not None and (old is None or not _same(old, new)):
-                static.copy_(new, non_blocking=True)
-        self.held = (None, *(None if t is None else t.clone() for t in host[1:]))
+        """Copy the host's inputs into the graph's buffers through pinned memory (the copy to the GPU then runs
+        while the graph is launched), the positions always, the rest only when it changed: the types and the
+        centres of each type stay the same from call to call of a run (each copy from pageable memory held the
+        host for tens of microseconds while the GPU waited, run 220)."""
+        fresh = not self.staged
+        if fresh:
+            self.staged = tuple(None if t is None else torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+                                for t in host)
+        elif self.copied is not None:
+            self.copied.synchronize()  # the previous copies are done reading `staged` (the call's outputs waited)
+        for i, (static, pinned, new) in enumerate(zip(self.inputs, self.staged, host, strict=True)):
+            if static is not None and (fresh or i == 0 or not _same(pinned, new)):
+                pinned.copy_(new)
+                static.copy_(pinned, non_blocking=True)
+        self.copied = torch.cuda.Event()
+        self.copied.record()
 
 
 def _same(a: Tensor, b: Tensor) -> bool:
