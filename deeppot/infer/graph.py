@@ -163,7 +163,7 @@ def _rows_fit(static: FlatNeighbors, flat: FlatNeighbors) -> bool:
 class _CallGraph:
     key: tuple
     graph: torch.cuda.CUDAGraph
-    inputs: tuple[Tensor | None, ...]  # coord, atype, box[, reach]: the static buffers the graph reads
+    inputs: tuple[Tensor | None, ...]  # coord, atype, box, its inverse[, reach, rows]: the buffers the graph reads
     shifts: Tensor | None  # the image shifts it reads: kept with it (freed, their memory would be reused)
     values: Tensor  # the outputs of `DeepPot.eval` flattened, then the overflow flag (1: sel; 2: ghost slots)
     staged: tuple[Tensor | None, ...] = ()  # pinned host copies of what `inputs` hold: copied from, and compared
@@ -186,6 +186,11 @@ class _CallGraph:
                 static.copy_(pinned, non_blocking=True)
         self.copied = torch.cuda.Event()
         self.copied.record()
+
+
+def _inverse(box: Tensor | None) -> Tensor | None:
+    """The boxes' inverses, made on the host: a graph's input (on the GPU, about ten small kernels of each call)."""
+    return None if box is None else torch.linalg.inv_ex(box).inverse
 
 
 def _same(a: Tensor, b: Tensor) -> bool:
@@ -229,7 +234,7 @@ class GraphedCall:
     def __call__(self, coord: Tensor, atype: Tensor, box: Tensor | None, atomic: bool) -> np.ndarray | None:
         """coord (nf, natoms, 3) float64, atype (nf, natoms) int64, box (nf, 3, 3) float64 or None, on the host:
         `DeepPot.eval`'s outputs flattened (`packed_outputs`), or None where no graph serves the call."""
-        key, host = self.key(coord, box, atomic), (coord, atype, box)
+        key, host = self.key(coord, box, atomic), (coord, atype, box, _inverse(box))
         if key is not None and key[0] == "cells":  # the slab's reach from this box, the centres of each type
             rows = self._host_rows(atype[0]) if self._by_type(coord.shape[1]) else []
             key = self._held_plan((*key, tuple(len(r) for r in rows)))
@@ -321,7 +326,7 @@ class GraphedCall:
         shifts = None
         if key[0] == "cells":  # one bin more each way, for the boxes of later frames (`_held_plan`)
             key = (key[0], key[1], key[2].padded(), *key[3:])
-            capacity = int(GHOST_ROOM * ghost_count(inputs[0], inputs[2], inputs[3], key[2])) + 64
+            capacity = int(GHOST_ROOM * ghost_count(inputs[0], inputs[2], inputs[4], key[2])) + 64
             call = functools.partial(self._cell_call, plan=key[2], capacity=capacity, atomic=atomic)
         else:
             shifts = None if host[2] is None else image_shifts(list(key[3]), dev)
@@ -338,20 +343,20 @@ class GraphedCall:
         log.debug("captured whole calls of %d frames of %d atoms (%s)", *host[0].shape[:2], key[0])
         return _CallGraph(key, graph, inputs, shifts, values)
 
-    def _call(self, coord: Tensor, atype: Tensor, box: Tensor | None, *, shifts: Tensor | None, atomic: bool
-              ) -> Tensor:
+    def _call(self, coord: Tensor, atype: Tensor, box: Tensor | None, inverse: Tensor | None, *,
+              shifts: Tensor | None, atomic: bool) -> Tensor:
         """The call the graph replays (the evaluator's own steps for such frames, without host syncs)."""
-        ext_coord, ext_atype, mapping = extend_with_shifts(coord, atype, box, shifts)
+        ext_coord, ext_atype, mapping = extend_with_shifts(coord, atype, box, shifts, inverse)
         nlist, over = self._rows(ext_coord, ext_atype, atype)
         return self._outputs(ext_coord, ext_atype, nlist, mapping, atomic, over)
 
-    def _cell_call(self, coord: Tensor, atype: Tensor, box: Tensor, reach: Tensor, *rows: Tensor, plan: CellPlan,
-                   capacity: int, atomic: bool) -> Tensor:
+    def _cell_call(self, coord: Tensor, atype: Tensor, box: Tensor, inverse: Tensor, reach: Tensor, *rows: Tensor,
+                   plan: CellPlan, capacity: int, atomic: bool) -> Tensor:
         """A whole call of one frame with the cell list of static sizes, without host syncs; rows: `_host_rows`
         on the device, or none (every net on every atom)."""
         model = self.evaluator.model
         *data, over, outgrown = static_cell_neighbors(coord, atype, box, reach, model.rcut, model.sel, plan,
-                                                      capacity)
+                                                      capacity, inverse)
         ext_coord, ext_atype, mapping, nlist = data
         ntypes = model.descriptor.ntypes
         type_rows = {(a, b, ntypes): list(rows[i * ntypes:(i + 1) * ntypes])

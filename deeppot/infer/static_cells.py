@@ -67,14 +67,14 @@ def ghost_count(coord: Tensor, box: Tensor, reach: Tensor, plan: CellPlan) -> in
 
 
 def static_cell_neighbors(coord: Tensor, atype: Tensor, box: Tensor, reach: Tensor, rcut: float,
-                          sel: Sequence[int], plan: CellPlan, capacity: int
+                          sel: Sequence[int], plan: CellPlan, capacity: int, inverse: Tensor | None = None
                           ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
     """`cell_neighbors` of one periodic frame, no host sync: coord (1, nloc, 3), atype (1, nloc), box (1, 3, 3) and
-    reach (3,) (`plan_cells`) on the device; capacity ghost slots. Returns ext_coord (1, nloc + capacity, 3),
-    ext_atype, mapping, nlist (1, nloc, sum(sel)) and two 0-dim bools: some type overflowed its sel; the ghosts
-    overflowed their slots (the list then lacks some)."""
+    reach (3,) (`plan_cells`) on the device; capacity ghost slots; inverse (1, 3, 3): the box's, if made already.
+    Returns ext_coord (1, nloc + capacity, 3), ext_atype, mapping, nlist (1, nloc, sum(sel)) and two 0-dim bools:
+    some type overflowed its sel; the ghosts overflowed their slots (the list then lacks some)."""
     nloc = coord.shape[1]
-    frac = wrap_fractional(coord, box)
+    frac = wrap_fractional(coord, box, inverse)
     coord = frac_to_cart(frac, box[:, None])[0]  # the eager builders' expressions (`wrapped_cells`, `extend_frame`)
     shifts = _device_shifts(plan.nbuff, coord.device)
     keep = in_slab(frac[0], shifts, reach).reshape(-1)

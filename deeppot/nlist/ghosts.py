@@ -18,13 +18,15 @@ def as_box(box: Tensor, nf: int, dtype: torch.dtype) -> Tensor:
     return box.reshape(nf, 3, 3).to(dtype)
 
 
-def wrap_fractional(coord: Tensor, box: Tensor) -> Tensor:
-    """Fractional coordinates folded into [0, 1): (..., nloc, 3) with box (..., 3, 3) -> (..., nloc, 3).
+def wrap_fractional(coord: Tensor, box: Tensor, inverse: Tensor | None = None) -> Tensor:
+    """Fractional coordinates folded into [0, 1): (..., nloc, 3) with box (..., 3, 3) -> (..., nloc, 3); inverse:
+    the boxes' inverses, where the caller has them (a CUDA graph's input, made on the host: on a GPU the inverse
+    takes about ten small kernels).
 
     `inv_ex`, not `inv`: on a GPU the singularity check of `inv` reads a flag back (a host sync in every list
     build). The builders read the boxes on the host anyway (`host_cells`), which names a cell of zero volume.
     """
-    frac = torch.matmul(coord, torch.linalg.inv_ex(box).inverse)
+    frac = torch.matmul(coord, torch.linalg.inv_ex(box).inverse if inverse is None else inverse)
     return torch.remainder(frac, 1.0)
 
 
@@ -38,10 +40,10 @@ def frac_to_cart(frac: Tensor, box: Tensor) -> Tensor:
     return frac[..., 0:1] * box[..., 0, :] + frac[..., 1:2] * box[..., 1, :] + frac[..., 2:3] * box[..., 2, :]
 
 
-def wrap_coords(coord: Tensor, box: Tensor) -> Tensor:
+def wrap_coords(coord: Tensor, box: Tensor, inverse: Tensor | None = None) -> Tensor:
     """Atoms moved into the cell: (nf, nloc, 3) with box (nf, 3, 3) -> (nf, nloc, 3). Differentiable (the shift
-    is constant)."""
-    return frac_to_cart(wrap_fractional(coord, box), box[:, None])
+    is constant). inverse: as in `wrap_fractional`."""
+    return frac_to_cart(wrap_fractional(coord, box, inverse), box[:, None])
 
 
 def face_distances(box: Tensor) -> Tensor:
@@ -120,15 +122,16 @@ def extend_coords(
     return extend_with_shifts(coord, atype, box, image_shifts(nbuff, coord.device))
 
 
-def extend_with_shifts(coord: Tensor, atype: Tensor, box: Tensor | None, shifts: Tensor | None
-                       ) -> tuple[Tensor, Tensor, Tensor]:
+def extend_with_shifts(coord: Tensor, atype: Tensor, box: Tensor | None, shifts: Tensor | None,
+                       inverse: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """`extend_coords` with its image shifts given: box (nf, 3, 3) and shifts (nshift, 3) int64 on the atoms'
-    device (`image_shifts`), or both None. No host sync, so a CUDA graph can capture it."""
+    device (`image_shifts`), or both None; inverse: the boxes' inverses, if made already. No host sync, so a CUDA
+    graph can capture it."""
     nf, nloc = atype.shape
     aidx = torch.arange(nloc, dtype=torch.int64, device=coord.device).expand(nf, nloc)
     if box is None:
         return coord.clone(), atype.clone(), aidx.clone()
-    coord = wrap_coords(coord, box)
+    coord = wrap_coords(coord, box, inverse)
     ns = shifts.shape[0]
     shift_vec = frac_to_cart(shifts.to(coord.dtype)[None], box[:, None])  # (nf, ns, 3)
     ext_coord = (coord[:, None, :, :] + shift_vec[:, :, None, :]).reshape(nf, ns * nloc, 3)
