@@ -34,8 +34,10 @@ from deeppot.model import analytic
 
 NONE_EPILOGUE, LAYER, GRAD = 0, 1, 2
 # Tile (rows, columns, k a step) and launch of each epilogue, the fastest of runs 129-130's sweeps on an H100
-# (water's products at 32,768 and 65,536 rows); below MIN_ROWS rows cuBLAS's first-layer product (split along k)
-# was faster (run 129: 0.065 against 0.107 ms at 2,048 rows).
+# (water's products at 32,768 and 65,536 rows). MIN_ROWS: from this many rows the fused products serve. Run 129
+# (tf32x3) put it at 8,192 from the first layer alone (cuBLAS 0.065 against 0.107 ms at 2,048 rows); run 223 timed
+# water's whole nets with f16x3 replayed from a graph, fused against cuBLAS, us: 2,048 rows 138 / 180, 4,096 165 /
+# 284, 8,192 218 / 500 (H100).
 TILES = {LAYER: dict(BM=128, BN=64, BK=32, num_warps=4, num_stages=4),
          GRAD: dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3),
          NONE_EPILOGUE: dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3)}
@@ -43,7 +45,7 @@ TILES = {LAYER: dict(BM=128, BN=64, BK=32, num_warps=4, num_stages=4),
 # 1600-wide layer 0.92 ms against 1.30 on the tf32x3 layer tile, dE/dD 1.21, the 240-wide grad 0.30; the 240-wide
 # layer 0.30 against 0.27 on (64, 128, 32))
 F16X3_TILES = {k: dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3) for k in (LAYER, GRAD, NONE_EPILOGUE)}
-MIN_ROWS = 8192
+MIN_ROWS = 2048
 
 if triton is not None:
     import triton.language as tl
