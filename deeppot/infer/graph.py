@@ -167,30 +167,26 @@ class _CallGraph:
     shifts: Tensor | None  # the image shifts it reads: kept with it (freed, their memory would be reused)
     values: Tensor  # the outputs of `DeepPot.eval` flattened, then the overflow flag (1: sel; 2: ghost slots)
     staged: tuple[Tensor | None, ...] = ()  # pinned host copies of what `inputs` hold: copied from, and compared
-    copied: torch.cuda.Event | None = None  # after the latest copies from `staged`
+    sources: tuple[Tensor | None, ...] = ()  # the host tensors copied in last
 
     def copy_in(self, host: tuple[Tensor | None, ...]) -> None:
         """Copy the host's inputs into the graph's buffers through pinned memory (the copy to the GPU then runs
-        while the graph is launched), the positions always, the rest only when it changed: the types and the
-        centres of each type stay the same from call to call of a run (each copy from pageable memory held the
-        host for tens of microseconds while the GPU waited, run 220)."""
-        fresh = not self.staged
-        if fresh:
+        while the graph is launched): the positions always, the rest only when it changed (the types and the
+        centres of each type stay the same from call to call of a run: each copy from pageable memory held the host
+        for tens of microseconds while the GPU waited, run 220). From the fourth on, the inputs are the caller's own
+        kept tensors (`GraphedCall`'s inverse, reach and centres of each type, made again when they change): the
+        same object is the same input. No wait for the previous call's copies: its outputs waited for them."""
+        if not self.staged:
             self.staged = tuple(None if t is None else torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
                                 for t in host)
-        elif self.copied is not None:
-            self.copied.synchronize()  # the previous copies are done reading `staged` (the call's outputs waited)
+            self.sources = (None,) * len(host)
         for i, (static, pinned, new) in enumerate(zip(self.inputs, self.staged, host, strict=True)):
-            if static is not None and (fresh or i == 0 or not _same(pinned, new)):
-                pinned.copy_(new)
-                static.copy_(pinned, non_blocking=True)
-        self.copied = torch.cuda.Event()
-        self.copied.record()
-
-
-def _inverse(box: Tensor | None) -> Tensor | None:
-    """The boxes' inverses, made on the host: a graph's input (on the GPU, about ten small kernels of each call)."""
-    return None if box is None else torch.linalg.inv_ex(box).inverse
+            if static is None or (i >= 3 and new is self.sources[i]) or \
+                    (0 < i < 3 and self.sources[i] is not None and _same(pinned, new)):
+                continue
+            pinned.copy_(new)
+            static.copy_(pinned, non_blocking=True)
+        self.sources = host
 
 
 def _same(a: Tensor, b: Tensor) -> bool:
@@ -228,13 +224,14 @@ class GraphedCall:
         self.stage: GraphedEvaluation | None = None  # mid-size frames' evaluation stage
         self.seen: tuple | None = None  # the key of the last call not replayed
         self.plans: tuple | None = None  # the latest box, atom count and dtype with their `plan_cells`
+        self.inverses: tuple | None = None  # the latest boxes with their inverses
         self.rows: tuple | None = None  # the latest types with their `_host_rows`
         self.captures = self.replays = self.staged = 0  # replays: calls answered by the whole-call graph
 
     def __call__(self, coord: Tensor, atype: Tensor, box: Tensor | None, atomic: bool) -> np.ndarray | None:
         """coord (nf, natoms, 3) float64, atype (nf, natoms) int64, box (nf, 3, 3) float64 or None, on the host:
         `DeepPot.eval`'s outputs flattened (`packed_outputs`), or None where no graph serves the call."""
-        key, host = self.key(coord, box, atomic), (coord, atype, box, _inverse(box))
+        key, host = self.key(coord, box, atomic), (coord, atype, box, self._inverse(box))
         if key is not None and key[0] == "cells":  # the slab's reach from this box, the centres of each type
             rows = self._host_rows(atype[0]) if self._by_type(coord.shape[1]) else []
             key = self._held_plan((*key, tuple(len(r) for r in rows)))
@@ -270,6 +267,15 @@ class GraphedCall:
         if nf == 1 and box is not None and not sorted_lists and natoms <= CELLS_MAX_CENTRES:
             return "cells", natoms, self._plan(box[0], natoms, coord.dtype)[0], atomic
         return ("stage", natoms, atomic) if nf == 1 and natoms <= STAGE_MAX_CENTRES else None
+
+    def _inverse(self, box: Tensor | None) -> Tensor | None:
+        """The boxes' inverses (nf, 3, 3), made on the host (on the GPU, about ten small kernels a replay) and kept
+        for the next call."""
+        if box is None:
+            return None
+        if self.inverses is None or not _same(self.inverses[0], box):
+            self.inverses = (box.clone(), torch.from_numpy(np.linalg.inv(box.numpy())))
+        return self.inverses[1]
 
     def _plan(self, box: Tensor, natoms: int, dtype: torch.dtype) -> tuple[CellPlan, Tensor]:
         """`plan_cells` of this box (3, 3) on the host, kept for the next call: the box of an MD run at constant

@@ -125,6 +125,11 @@ def test_tf32_is_set_only_within_an_evaluation(model):
     assert torch.backends.cuda.matmul.allow_tf32 is False
 
 
+def inverse_of(box):
+    """The boxes' inverses, as `GraphedCall` gives its graphs (made on the host), or None."""
+    return None if box is None else torch.linalg.inv_ex(box).inverse
+
+
 @pytest.mark.parametrize("per_slot", [False, True])
 @pytest.mark.parametrize("periodic", [True, False])
 def test_the_graphed_call_is_the_eager_call(model, periodic, per_slot):
@@ -134,7 +139,7 @@ def test_the_graphed_call_is_the_eager_call(model, periodic, per_slot):
     by slot."""
     from deeppot.infer import Evaluator
     from deeppot.infer.deep_pot import OUTPUT_KEYS
-    from deeppot.infer.graph import GraphedCall, _inverse
+    from deeppot.infer.graph import GraphedCall
     from deeppot.nlist.ghosts import image_shifts, nbuff_for
 
     coord, atype, box = random_system(natoms=11, nframes=3, box_len=4.6, seed=2)
@@ -151,13 +156,13 @@ def test_the_graphed_call_is_the_eager_call(model, periodic, per_slot):
     key = graphed.key(coord, box, True)
     assert key[:3] == ("whole", 3, 11) and key[4] is True
     shifts = None if box is None else image_shifts(nbuff_for(box, model.rcut))
-    got = graphed._call(coord, atype, box, _inverse(box), shifts=shifts, atomic=True)
+    got = graphed._call(coord, atype, box, inverse_of(box), shifts=shifts, atomic=True)
     out = graphed.evaluator.evaluate(coord, atype, box, atomic=True)
     want = torch.cat([out[k].reshape(-1) for k in OUTPUT_KEYS])
     assert got[-1] == 0  # no overflow
     torch.testing.assert_close(got[:-1], want, rtol=1e-12, atol=1e-12)
     small = GraphedCall(Evaluator(make_model(type_one_side=False, seed=5, sel=(2, 2)), "cpu"))
-    assert small._call(coord, atype, box, _inverse(box), shifts=shifts, atomic=False)[-1] == 1  # sel 2: flagged
+    assert small._call(coord, atype, box, inverse_of(box), shifts=shifts, atomic=False)[-1] == 1  # sel 2: flagged
     assert graphed.key(coord[:1].expand(400, -1, -1), None, False) is None  # 4,400 centres in 400 frames
 
 
@@ -190,7 +195,7 @@ def test_the_graphed_call_with_a_static_cell_list_is_the_eager_call(model):
     ghost slots the flag says so (2)."""
     from deeppot.infer import Evaluator
     from deeppot.infer.deep_pot import OUTPUT_KEYS
-    from deeppot.infer.graph import GraphedCall, _inverse
+    from deeppot.infer.graph import GraphedCall
     from deeppot.infer.static_cells import ghost_count, plan_cells
     from deeppot.nlist.cell_list import ghost_reach
 
@@ -202,7 +207,7 @@ def test_the_graphed_call_with_a_static_cell_list_is_the_eager_call(model):
     plan = plan_cells(box[0], 30, model.rcut, coord.dtype)[0]
     reach = ghost_reach(box[0], model.rcut, coord.dtype)[0]
     nghost = ghost_count(coord, box, reach, plan)
-    inverse = _inverse(box)
+    inverse = inverse_of(box)
     got = graphed._cell_call(coord, atype, box, inverse, reach, plan=plan, capacity=nghost + 5, atomic=True)
     out = graphed.evaluator.evaluate(coord, atype, box, atomic=True)
     assert got[-1] == 0
