@@ -60,8 +60,13 @@ GRAPH_MAX_PAIRS = 10**8
 # 13.15 / 13.02 for 98,304, where the kernels' arithmetic dominates and a graph's memory pool is not worth keeping.
 STAGE_MAX_CENTRES = 32768
 # A periodic frame's whole call, with the cell list of static sizes and each fitting net on its own type's atoms,
-# up to this many atoms (the graph keeps its evaluation's memory: ~3 GB at 98,304 water atoms in float32).
+# up to this many atoms (the graph keeps its evaluation's memory: ~3 GB at 98,304 water atoms in float32) and from
+# CELLS_MIN_CENTRES on, where it replaces the walk of every image: run 227 (H100, one water frame, ms a call, every
+# image / cells) 192 atoms 0.570 / 0.687 in float32 and 0.740 / 0.892 in float64, 1,536 atoms 1.469 / 1.186 and
+# 2.251 / 1.859. Between the two sizes it was not measured: the step is at BY_TYPE_MIN_CENTRES, where the cells'
+# call starts running each fitting net on its own type's atoms.
 CELLS_MAX_CENTRES = 131072
+CELLS_MIN_CENTRES = BY_TYPE_MIN_CENTRES
 
 
 @dataclass
@@ -207,10 +212,11 @@ class GraphedCall:
     A list that overflows sel is noticed on the device (a flag in the outputs): the call then returns None, and
     `DeepPot.eval` repeats it eagerly, which keeps the same neighbours and warns which atoms overflowed.
 
-    One periodic frame too large for that but of at most CELLS_MAX_CENTRES atoms is captured whole too, with the cell
-    list of static sizes (`deeppot.infer.static_cells`: ghost slots for GHOST_ROOM times the ghosts of the frame
-    captured; a frame with more is repeated eagerly and captured again) and, from BY_TYPE_MIN_CENTRES atoms, each
-    fitting net on its own type's atoms (the centres of each type copied in from the host's types). Other frames of
+    One periodic frame of CELLS_MIN_CENTRES to CELLS_MAX_CENTRES atoms (or fewer, with too many pairs for the walk
+    of every image) is captured whole with the cell list of static sizes instead (`deeppot.infer.static_cells`:
+    ghost slots for GHOST_ROOM times the ghosts of the frame captured; a frame with more is repeated eagerly and
+    captured again) and, from BY_TYPE_MIN_CENTRES atoms, each fitting net on its own type's atoms (the centres of
+    each type copied in from the host's types). Other frames of
     at most STAGE_MAX_CENTRES atoms (no box, or a model that needs DeePMD's sorted list) get their list built
     eagerly and their evaluation replayed (`GraphedEvaluation`, `stage`; `staged` counts those calls), under the
     same rule.
@@ -260,11 +266,12 @@ class GraphedCall:
         None where no graph serves."""
         nf, natoms = coord.shape[:2]
         rcut, sorted_lists = self.evaluator.model.rcut, self.evaluator.sorted_lists
-        if nf * natoms < GRAPH_MAX_CENTRES:
+        cells = nf == 1 and box is not None and not sorted_lists and natoms <= CELLS_MAX_CENTRES
+        if nf * natoms < GRAPH_MAX_CENTRES and not (cells and natoms >= CELLS_MIN_CENTRES):
             limit = REFERENCE_MAX_PAIRS["cuda"] if sorted_lists else GRAPH_MAX_PAIRS
             if nf * reference_pairs(coord, box, rcut) <= limit:
                 return "whole", nf, natoms, None if box is None else tuple(nbuff_for(box, rcut)), atomic
-        if nf == 1 and box is not None and not sorted_lists and natoms <= CELLS_MAX_CENTRES:
+        if cells:
             return "cells", natoms, self._plan(box[0], natoms, coord.dtype)[0], atomic
         return ("stage", natoms, atomic) if nf == 1 and natoms <= STAGE_MAX_CENTRES else None
 

@@ -189,6 +189,21 @@ def test_graphed_calls_are_bounded_by_centres_and_pairs(model):
     assert GraphedCall(Evaluator(model, "cpu")).key(many, None, False) is None
 
 
+def test_one_periodic_frame_from_cells_min_centres_takes_the_cell_list(model):
+    """A periodic frame of CELLS_MIN_CENTRES atoms or more is captured with the cell list ("cells"), one below it
+    with the walk of every image ("whole"), as are several frames of it and a frame without a box."""
+    from deeppot.infer import Evaluator
+    from deeppot.infer.graph import CELLS_MIN_CENTRES, GraphedCall
+
+    graphed = GraphedCall(Evaluator(model, "cpu"))
+    for natoms, want in [(CELLS_MIN_CENTRES - 1, "whole"), (CELLS_MIN_CENTRES, "cells")]:
+        box = torch.eye(3, dtype=torch.float64)[None] * (natoms / 0.1) ** (1 / 3)  # water's density
+        coord = torch.rand(1, natoms, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(1)) @ box
+        assert graphed.key(coord, box, False)[0] == want
+        assert graphed.key(coord.expand(2, -1, -1), box.expand(2, -1, -1), False)[0] == "whole"
+        assert graphed.key(coord, None, False)[0] == "whole"
+
+
 def test_the_graphed_call_with_a_static_cell_list_is_the_eager_call(model):
     """What `GraphedCall` captures for a periodic mid-size frame ("cells": the cell list of static sizes), run
     eagerly on a triclinic frame with a virtual atom: `DeepPot.eval`'s outputs flattened and no flag; with too few
