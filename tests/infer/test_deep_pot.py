@@ -250,6 +250,33 @@ def test_a_whole_calls_type_rows_from_the_host_are_the_evaluators(model):
         assert torch.equal(got, ref.cpu())
 
 
+def test_what_a_replay_keeps_is_made_again_when_its_source_changes(model):
+    """`GraphedCall` keeps what it makes for a call from the host's types and box (the centres of each type, the
+    boxes' inverses, the cell plan and slab reach) and gives the same objects while they are equal: a replay copies
+    those in only when it gets new objects (`_CallGraph.copy_in`). So equal types or boxes, even in new arrays,
+    give the kept objects; changed ones, even changed in place, give new ones with the new values."""
+    from deeppot.infer import Evaluator
+    from deeppot.infer.graph import GraphedCall
+
+    graphed = GraphedCall(Evaluator(model, "cpu"))
+    atype = torch.tensor([0, 1, 1, 0, 1, 1])
+    rows = graphed._host_rows(atype)
+    assert graphed._host_rows(atype.clone()) is rows
+    atype[[0, 1]] = atype[[1, 0]]  # in place: the kept copy is the host's own
+    swapped = graphed._host_rows(atype)
+    assert swapped is not rows and [r.tolist() for r in swapped] == [[1, 3], [0, 2, 4, 5]]
+
+    box = torch.tensor([[[9.0, 0.0, 0.0], [1.0, 8.0, 0.0], [0.5, -1.0, 10.0]]], dtype=torch.float64)
+    inverse, plan = graphed._inverse(box), graphed._plan(box[0], 500, torch.float64)
+    assert graphed._inverse(box.clone()) is inverse and graphed._plan(box[0].clone(), 500, torch.float64) is plan
+    torch.testing.assert_close(inverse @ box, torch.eye(3, dtype=torch.float64)[None])
+    box[0, 0, 0] = 9.5
+    grown, grown_plan = graphed._inverse(box), graphed._plan(box[0], 500, torch.float64)
+    assert grown is not inverse and grown_plan is not plan
+    torch.testing.assert_close(grown @ box, torch.eye(3, dtype=torch.float64)[None])
+    assert graphed._plan(box[0], 600, torch.float64) is not grown_plan  # another atom count: another plan
+
+
 def test_mid_size_frames_replay_their_evaluation_stage(model):
     """One frame of GRAPH_MAX_CENTRES to STAGE_MAX_CENTRES atoms: its evaluation stage ("stage", atoms, atomic);
     more atoms, or several frames of them: no graph."""
