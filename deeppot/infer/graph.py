@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -171,27 +172,34 @@ class _CallGraph:
     inputs: tuple[Tensor | None, ...]  # coord, atype, box, its inverse[, reach, rows]: the buffers the graph reads
     shifts: Tensor | None  # the image shifts it reads: kept with it (freed, their memory would be reused)
     values: Tensor  # the outputs of `DeepPot.eval` flattened, then the overflow flag (1: sel; 2: ghost slots)
-    staged: tuple[Tensor | None, ...] = ()  # pinned host copies of what `inputs` hold: copied from, and compared
+    staged: tuple[Tensor | None, ...] = ()  # pinned host buffers the inputs are copied in through
     sources: tuple[Tensor | None, ...] = ()  # the host tensors copied in last
 
     def copy_in(self, host: tuple[Tensor | None, ...]) -> None:
         """Copy the host's inputs into the graph's buffers through pinned memory (the copy to the GPU then runs
-        while the graph is launched): the positions always, the rest only when it changed (the types and the
-        centres of each type stay the same from call to call of a run: each copy from pageable memory held the host
-        for tens of microseconds while the GPU waited, run 220). From the fourth on, the inputs are the caller's own
-        kept tensors (`GraphedCall`'s inverse, reach and centres of each type, made again when they change): the
-        same object is the same input. No wait for the previous call's copies: its outputs waited for them."""
+        while the graph is launched): the positions always, the rest only when it is another object than last
+        time. Those are `GraphedCall`'s kept tensors (the types, the boxes and what is made from them: the same
+        object while the values are equal), and they stay the same from call to call of a run (each copy from
+        pageable memory held the host for tens of microseconds while the GPU waited, run 220). No wait for the
+        previous call's copies: its outputs waited for them."""
         if not self.staged:
             self.staged = tuple(None if t is None else torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
                                 for t in host)
             self.sources = (None,) * len(host)
         for i, (static, pinned, new) in enumerate(zip(self.inputs, self.staged, host, strict=True)):
-            if static is None or (i >= 3 and new is self.sources[i]) or \
-                    (0 < i < 3 and self.sources[i] is not None and _same(pinned, new)):
+            if static is None or (i > 0 and new is self.sources[i]):
                 continue
             pinned.copy_(new)
             static.copy_(pinned, non_blocking=True)
         self.sources = host
+
+
+class _KeptBox(NamedTuple):
+    """The boxes of the latest call as `GraphedCall` keeps them, with what is made from them on the host."""
+
+    box: Tensor  # (nf, 3, 3)
+    inverse: Tensor  # their inverses (on the GPU, about ten small kernels a replay)
+    plans: dict  # (atoms, dtype) -> `plan_cells` of the first box: its plan and slab reach
 
 
 def _same(a: Tensor, b: Tensor) -> bool:
@@ -229,19 +237,21 @@ class GraphedCall:
         self.captured: _CallGraph | None = None
         self.stage: GraphedEvaluation | None = None  # mid-size frames' evaluation stage
         self.seen: tuple | None = None  # the key of the last call not replayed
-        self.plans: tuple | None = None  # the latest box, atom count and dtype with their `plan_cells`
-        self.inverses: tuple | None = None  # the latest boxes with their inverses
-        self.rows: tuple | None = None  # the latest types with their `_host_rows`
+        self.types: Tensor | None = None  # the latest types, kept (`_kept_types`)
+        self.rows: list[Tensor] | None = None  # their `_host_rows`, once asked for
+        self.boxes: _KeptBox | None = None  # the latest boxes, kept (`_kept_box`)
         self.captures = self.replays = self.staged = 0  # replays: calls answered by the whole-call graph
 
     def __call__(self, coord: Tensor, atype: Tensor, box: Tensor | None, atomic: bool) -> np.ndarray | None:
         """coord (nf, natoms, 3) float64, atype (nf, natoms) int64, box (nf, 3, 3) float64 or None, on the host:
         `DeepPot.eval`'s outputs flattened (`packed_outputs`), or None where no graph serves the call."""
-        key, host = self.key(coord, box, atomic), (coord, atype, box, self._inverse(box))
+        atype, kept = self._kept_types(atype), self._kept_box(box)
+        box = None if kept is None else kept.box
+        key, host = self.key(coord, box, atomic), (coord, atype, box, None if kept is None else kept.inverse)
         if key is not None and key[0] == "cells":  # the slab's reach from this box, the centres of each type
-            rows = self._host_rows(atype[0]) if self._by_type(coord.shape[1]) else []
+            rows = self._host_rows(atype) if self._by_type(coord.shape[1]) else []
             key = self._held_plan((*key, tuple(len(r) for r in rows)))
-            host = (*host, self._plan(box[0], coord.shape[1], coord.dtype)[1], *rows)
+            host = (*host, self._plan(kept, coord.shape[1], coord.dtype)[1], *rows)
         if key is None or (key != self.seen and not self._holds(key)):
             self.seen = key
             return None
@@ -272,24 +282,28 @@ class GraphedCall:
             if nf * reference_pairs(coord, box, rcut) <= limit:
                 return "whole", nf, natoms, None if box is None else tuple(nbuff_for(box, rcut)), atomic
         if cells:
-            return "cells", natoms, self._plan(box[0], natoms, coord.dtype)[0], atomic
+            return "cells", natoms, self._plan(self._kept_box(box), natoms, coord.dtype)[0], atomic
         return ("stage", natoms, atomic) if nf == 1 and natoms <= STAGE_MAX_CENTRES else None
 
-    def _inverse(self, box: Tensor | None) -> Tensor | None:
-        """The boxes' inverses (nf, 3, 3), made on the host (on the GPU, about ten small kernels a replay) and kept
-        for the next call."""
-        if box is None:
-            return None
-        if self.inverses is None or not _same(self.inverses[0], box):
-            self.inverses = (box.clone(), torch.from_numpy(np.linalg.inv(box.numpy())))
-        return self.inverses[1]
+    def _kept_types(self, atype: Tensor) -> Tensor:
+        """A kept copy of these host types (nf, natoms): the same object while the values are equal (also when the
+        caller changed its own array in place)."""
+        if self.types is None or not _same(self.types, atype):
+            self.types, self.rows = atype.clone(), None
+        return self.types
 
-    def _plan(self, box: Tensor, natoms: int, dtype: torch.dtype) -> tuple[CellPlan, Tensor]:
-        """`plan_cells` of this box (3, 3) on the host, kept for the next call: the box of an MD run at constant
-        volume does not change."""
-        if self.plans is None or (natoms, dtype) != self.plans[1:3] or not _same(self.plans[0], box):
-            self.plans = (box.clone(), natoms, dtype, plan_cells(box, natoms, self.evaluator.model.rcut, dtype))
-        return self.plans[3]
+    def _kept_box(self, box: Tensor | None) -> _KeptBox | None:
+        """The kept copy of these host boxes (nf, 3, 3) with their inverses, made again only when the values
+        change (the box of an MD run at constant volume does not)."""
+        if box is not None and (self.boxes is None or not _same(self.boxes.box, box)):
+            self.boxes = _KeptBox(box.clone(), torch.from_numpy(np.linalg.inv(box.numpy())), {})
+        return None if box is None else self.boxes
+
+    def _plan(self, kept: _KeptBox, natoms: int, dtype: torch.dtype) -> tuple[CellPlan, Tensor]:
+        """`plan_cells` of the kept box, made once per atom count and dtype."""
+        if (natoms, dtype) not in kept.plans:
+            kept.plans[natoms, dtype] = plan_cells(kept.box[0], natoms, self.evaluator.model.rcut, dtype)
+        return kept.plans[natoms, dtype]
 
     def _held_plan(self, key: tuple) -> tuple:
         """A "cells" key, or the kept graph's where its list serves this frame too (`CellPlan.serves`: a box that
@@ -305,15 +319,16 @@ class GraphedCall:
         return self.evaluator.fused and self.evaluator.model.descriptor.ntypes > 1 and ncentre >= BY_TYPE_MIN_CENTRES
 
     def _host_rows(self, atype: Tensor) -> list[Tensor]:
-        """The centres of each type (`FlatNeighbors.rows_by_type`), chunk by chunk, from the host's types (natoms,):
-        the index lists a by-type call reads."""
-        if self.rows is not None and _same(self.rows[0], atype):  # the same objects: no copy in (`copy_in`)
-            return self.rows[1]
-        types, ntypes = atype.numpy(), self.evaluator.model.descriptor.ntypes
-        parts = [types[start:stop] for start, stop in chunks(len(types), self.evaluator.chunk_atoms)]
-        rows = [torch.from_numpy(np.flatnonzero(of_centre_type(part, t))) for part in parts for t in range(ntypes)]
-        self.rows = (atype.clone(), rows)
-        return rows
+        """The centres of each type (`FlatNeighbors.rows_by_type`), chunk by chunk, of the first frame of the host's
+        types (nf, natoms): the index lists a by-type call reads. Kept with the kept types (the same objects while
+        they are equal)."""
+        types = self._kept_types(atype)[0].numpy()  # new types: their rows are made again
+        if self.rows is None:
+            ntypes = self.evaluator.model.descriptor.ntypes
+            parts = [types[start:stop] for start, stop in chunks(len(types), self.evaluator.chunk_atoms)]
+            self.rows = [torch.from_numpy(np.flatnonzero(of_centre_type(part, t))) for part in parts
+                         for t in range(ntypes)]
+        return self.rows
 
     def _holds(self, key: tuple) -> bool:
         """Whether a graph for key is kept: the whole call's, or the stage's for these atoms."""

@@ -240,7 +240,7 @@ def test_a_whole_calls_type_rows_from_the_host_are_the_evaluators(model):
     atype = torch.randint(0, 2, (1, 50), generator=torch.Generator().manual_seed(1))
     atype[0, [3, 17]] = -1
     graphed = GraphedCall(Evaluator(model, "cpu", chunk_atoms=16))
-    rows = graphed._host_rows(atype[0])
+    rows = graphed._host_rows(atype)
     flat = FlatNeighbors(torch.zeros(50, 3), atype[0], torch.zeros(50, 1, dtype=torch.int64), torch.arange(50),
                          atype[0].clamp(min=0), 1, 50)
     flat.find_type_rows(atype.reshape(-1), 16, 2)
@@ -259,22 +259,28 @@ def test_what_a_replay_keeps_is_made_again_when_its_source_changes(model):
     from deeppot.infer.graph import GraphedCall
 
     graphed = GraphedCall(Evaluator(model, "cpu"))
-    atype = torch.tensor([0, 1, 1, 0, 1, 1])
-    rows = graphed._host_rows(atype)
-    assert graphed._host_rows(atype.clone()) is rows
-    atype[[0, 1]] = atype[[1, 0]]  # in place: the kept copy is the host's own
+    atype = torch.tensor([[0, 1, 1, 0, 1, 1]])
+    types, rows = graphed._kept_types(atype), graphed._host_rows(atype)
+    assert graphed._kept_types(atype.clone()) is types and graphed._host_rows(atype.clone()) is rows
+    atype[0, [0, 1]] = atype[0, [1, 0]]  # in place: the kept copy is the host's own
     swapped = graphed._host_rows(atype)
+    assert graphed._kept_types(atype) is not types and torch.equal(graphed._kept_types(atype), atype)
     assert swapped is not rows and [r.tolist() for r in swapped] == [[1, 3], [0, 2, 4, 5]]
 
+    def inverse_and_plan(box, natoms=500):
+        kept = graphed._kept_box(box)
+        return kept.inverse, graphed._plan(kept, natoms, torch.float64)
+
     box = torch.tensor([[[9.0, 0.0, 0.0], [1.0, 8.0, 0.0], [0.5, -1.0, 10.0]]], dtype=torch.float64)
-    inverse, plan = graphed._inverse(box), graphed._plan(box[0], 500, torch.float64)
-    assert graphed._inverse(box.clone()) is inverse and graphed._plan(box[0].clone(), 500, torch.float64) is plan
+    inverse, plan = inverse_and_plan(box)
+    again = inverse_and_plan(box.clone())
+    assert again[0] is inverse and again[1] is plan
     torch.testing.assert_close(inverse @ box, torch.eye(3, dtype=torch.float64)[None])
     box[0, 0, 0] = 9.5
-    grown, grown_plan = graphed._inverse(box), graphed._plan(box[0], 500, torch.float64)
+    grown, grown_plan = inverse_and_plan(box)
     assert grown is not inverse and grown_plan is not plan
     torch.testing.assert_close(grown @ box, torch.eye(3, dtype=torch.float64)[None])
-    assert graphed._plan(box[0], 600, torch.float64) is not grown_plan  # another atom count: another plan
+    assert inverse_and_plan(box, 600)[1] is not grown_plan  # another atom count: another plan
 
 
 def test_mid_size_frames_replay_their_evaluation_stage(model):
