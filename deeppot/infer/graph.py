@@ -174,6 +174,7 @@ class _CallGraph:
     values: Tensor  # the outputs of `DeepPot.eval` flattened, then the overflow flag (1: sel; 2: ghost slots)
     staged: tuple[Tensor | None, ...] = ()  # pinned host buffers the inputs are copied in through
     sources: tuple[Tensor | None, ...] = ()  # the host tensors copied in last
+    returned: Tensor | None = None  # the pinned host buffer the outputs come back through
 
     def copy_in(self, host: tuple[Tensor | None, ...]) -> None:
         """Copy the host's inputs into the graph's buffers through pinned memory (the copy to the GPU then runs
@@ -193,6 +194,16 @@ class _CallGraph:
             static.copy_(pinned, non_blocking=True)
         self.sources = host
 
+    def copy_out(self) -> np.ndarray:
+        """The outputs of the replay launched last, on the host: through pinned memory (a copy from the GPU to pageable
+        memory of 98,304 atoms' forces took 0.23 ms, run 229), then into memory of their own (PyTorch's copy on every
+        core: NumPy's took 0.22 ms)."""
+        if self.returned is None:
+            self.returned = torch.empty(self.values.shape, dtype=self.values.dtype, pin_memory=True)
+        self.returned.copy_(self.values, non_blocking=True)
+        torch.cuda.current_stream(self.values.device).synchronize()
+        return self.returned.clone().numpy()
+
 
 class _KeptBox(NamedTuple):
     """The boxes of the latest call as `GraphedCall` keeps them, with what is made from them on the host."""
@@ -203,7 +214,8 @@ class _KeptBox(NamedTuple):
 
 
 def _same(a: Tensor, b: Tensor) -> bool:
-    return a is b or (a.shape == b.shape and np.array_equal(a.numpy(), b.numpy()))
+    """Equal host tensors of one dtype (PyTorch's compare uses every core: 98,304 types took NumPy 81 us, run 229)."""
+    return a is b or (a.shape == b.shape and torch.equal(a, b))
 
 
 class GraphedCall:
@@ -261,7 +273,7 @@ class GraphedCall:
             self.captured = self._capture(key, host, atomic)
         self.captured.copy_in(host)
         self.captured.graph.replay()
-        values = self.captured.values.cpu().numpy()
+        values = self.captured.copy_out()
         if values[-1]:
             if values[-1] >= 2:  # more ghosts than slots: capture again, from this frame's count
                 self.captured = None

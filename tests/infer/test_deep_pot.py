@@ -7,7 +7,7 @@ import pytest
 import torch
 from helpers import make_model, random_system
 
-from deeppot.infer import DeepPot
+from deeppot.infer import DeepPot, standard_input
 
 pytestmark = pytest.mark.filterwarnings("ignore::deeppot.nlist.NeighborOverflowWarning")
 
@@ -93,6 +93,30 @@ def test_bad_input_is_named(model, change, message):
     args = change(coord.numpy(), box.numpy().reshape(1, 9), atype.numpy())
     with pytest.raises(ValueError, match=message):
         DeepPot(model, "cpu").eval(*args)
+
+
+@pytest.mark.parametrize("where", [(0, 5), (2, 29_999)])
+def test_bad_values_are_named_in_large_inputs_too(where):
+    """From PARALLEL_MIN values the checks take other reductions (PyTorch's; the sum for finiteness)."""
+    from deeppot.infer.deep_pot import PARALLEL_MIN
+
+    nf, natoms = 3, 30_000
+    assert nf * natoms >= PARALLEL_MIN
+    rng = np.random.default_rng(0)
+    coord, atype, box = rng.random((nf, natoms, 3)) * 40, rng.integers(0, 2, (nf, natoms)), np.eye(3) * 40
+    cells = np.tile(box.reshape(1, 9), (nf, 1))
+    f, i = where
+    for value in (np.nan, -np.inf):
+        bad = coord.copy()
+        bad[f, i, 1] = value
+        with pytest.raises(ValueError, match=f"coords holds NaN or infinite values \\(atom {i} of frame {f};"):
+            standard_input(bad, cells, atype, 2, mixed_type=True)
+    types = atype.copy()
+    types[f, i] = 2
+    with pytest.raises(ValueError, match=f"atom type 2 of atom {i} \\(frame {f}\\)"):
+        standard_input(coord, cells, types, 2, mixed_type=True)
+    huge = np.full((nf, natoms, 3), 1e305)  # finite, though their sum overflows
+    assert standard_input(huge, cells, atype, 2, mixed_type=True)[0] is not None
 
 
 def test_unsupported_arguments_are_refused(model):
