@@ -40,6 +40,22 @@ def packed_outputs(out: dict[str, Tensor], atomic: bool) -> Tensor:
     return torch.cat([out[key].reshape(-1) for key in (OUTPUT_KEYS if atomic else OUTPUT_KEYS[:3])])
 
 
+# From this many values a GPU's outputs come back through pinned memory (on an H100's host, 295k float64: 159 us
+# against 290 us for a copy into pageable memory; 37k: the same; 600: pageable 20 us against 31, run 230).
+PINNED_MIN = 1 << 16
+
+
+def host_copy(values: Tensor) -> np.ndarray:
+    """values as a NumPy array of their own memory; many values from a GPU through pinned memory (PyTorch caches its
+    blocks) and a copy out of it on every core (NumPy's one-core copy took 334 us for 295k float64, run 230)."""
+    if not values.is_cuda or values.numel() < PINNED_MIN:
+        return values.cpu().numpy()
+    pinned = torch.empty(values.shape, dtype=values.dtype, pin_memory=True)
+    pinned.copy_(values, non_blocking=True)
+    torch.cuda.current_stream(values.device).synchronize()
+    return pinned.clone().numpy()
+
+
 def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
@@ -273,7 +289,7 @@ class DeepPot:
         inputs = torch.from_numpy(coord), torch.from_numpy(atype), None if box is None else torch.from_numpy(box)
         values = None if self.graphed is None else self.graphed(*inputs, atomic)
         if values is None:
-            values = packed_outputs(self.evaluator.evaluate(*inputs, atomic), atomic).cpu().numpy()
+            values = host_copy(packed_outputs(self.evaluator.evaluate(*inputs, atomic), atomic))
         nf, natoms = atype.shape
         keys = OUTPUT_KEYS if atomic else OUTPUT_KEYS[:3]  # NumPy views of the parts of the one copy
         shapes = {"energy": (nf, 1), "force": (nf, natoms, 3), "virial": (nf, 9), "atom_energy": (nf, natoms, 1),

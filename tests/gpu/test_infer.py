@@ -302,3 +302,17 @@ def test_a_replay_that_overflows_sel_is_repeated_eagerly_and_warned():
         for a, b in zip(got, want, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-8)
     assert graphed.graphed.captures == 1 and graphed.graphed.replays == 0
+
+
+def test_many_outputs_come_back_through_pinned_memory_into_their_own():
+    from deeppot.infer.deep_pot import PINNED_MIN, host_copy
+
+    values = torch.rand(PINNED_MIN + 7, dtype=torch.float64, device="cuda")
+    first = host_copy(values)
+    np.testing.assert_array_equal(first, values.cpu().numpy())
+    kept = first.copy()
+    values.add_(1.0)
+    second = host_copy(values)  # the pinned block may be the first call's again: first must not change
+    np.testing.assert_array_equal(first, kept)
+    np.testing.assert_array_equal(second, values.cpu().numpy())
+    assert not np.shares_memory(first, second)
