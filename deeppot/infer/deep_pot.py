@@ -342,16 +342,22 @@ def standard_input(coords, cells, atom_types, ntypes: int,
 PARALLEL_MIN = 1 << 16
 
 
+def _in_parallel(values: np.ndarray) -> bool:
+    """Whether a check's reduction runs in PyTorch: many values that PyTorch can view (C order, so no negative
+    strides) of a dtype its reductions take (float64, or signed integers: no `aminmax` for uint32)."""
+    return values.size >= PARALLEL_MIN and values.flags.c_contiguous and values.dtype.kind in "fi"
+
+
 def _all_finite(values: np.ndarray) -> bool:
     """Whether no value is NaN or infinite; on many values, whether their sum is finite (PyTorch's isfinite pass
     is slower than its sum; an overflow of the sum only sends the caller to its search for the culprit)."""
-    if values.size >= PARALLEL_MIN:
+    if _in_parallel(values):
         return math.isfinite(float(torch.from_numpy(values).sum()))
     return bool(np.isfinite(values).all())
 
 
 def _check_types(atype: np.ndarray, ntypes: int) -> None:
-    if atype.size >= PARALLEL_MIN:
+    if _in_parallel(atype):
         low, high = (int(v) for v in torch.aminmax(torch.from_numpy(atype)))
     else:
         low, high = atype.min(), atype.max()

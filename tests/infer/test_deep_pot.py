@@ -119,6 +119,23 @@ def test_bad_values_are_named_in_large_inputs_too(where):
     assert standard_input(huge, cells, atype, 2, mixed_type=True)[0] is not None
 
 
+def test_large_inputs_of_any_layout_and_integer_type_are_checked():
+    """Arrays PyTorch cannot view (negative strides) or reduce (uint32 types) take NumPy's checks."""
+    from deeppot.infer.deep_pot import PARALLEL_MIN
+
+    natoms = PARALLEL_MIN + 5
+    coord = np.random.default_rng(0).random((1, natoms, 3))[:, ::-1] * 40
+    coord[0, 7, 2] = np.nan
+    with pytest.raises(ValueError, match="atom 7 of frame 0"):
+        standard_input(coord, np.eye(3).reshape(1, 9) * 40, np.zeros(natoms, dtype=np.uint32), 2)
+    types = np.zeros(natoms, dtype=np.int64)
+    types[9] = 5
+    with pytest.raises(ValueError, match=f"atom type 5 of atom {natoms - 10} "):
+        standard_input(np.nan_to_num(coord), None, types[::-1], 2)
+    out = standard_input(np.nan_to_num(coord), None, np.zeros(2 * natoms, dtype=np.int64)[::-2], 2)
+    assert out[1].dtype == np.int64 and out[1].shape == (1, natoms)
+
+
 def test_unsupported_arguments_are_refused(model):
     coord, atype, box = random_system(natoms=6, seed=1)
     with pytest.raises(ValueError, match="fparam"):
