@@ -40,7 +40,8 @@ TILES = {torch.float32: {"t": (4, 16, 4), "grad": (8, 8, 4)}, torch.float64: {"t
 # float32 with "f16x3" products (`embedding._mm`): the float16 parts take half the registers (ptxas: the gradient
 # at (4, 16, 4) spills 604 B against 900), and the gradient is fastest on (4, 16, 4) (run 144: 8.10 ms against
 # 8.43 at (8, 8, 4); tf32x3 12.25 at (8, 8, 4), 13.57 at (4, 16, 4)). The gradient on (2, 32, 4) was 3% faster
-# for water (run 174: 4.62-4.84 ms against 4.82-4.95) but made copper's whole calls 3% slower (run 175).
+# for water (run 174: 4.62-4.84 ms against 4.82-4.95) but made copper's whole calls 3% slower (run 175); with the
+# weights' parts made once, again 5% faster alone (run 236: 4.48 against 4.71 ms) and copper's calls 4-7% slower.
 F16X3_TILES = {"t": (4, 16, 4), "grad": (4, 16, 4)}
 # The gradient tiles push value and tangent through each layer as one stacked GEMM in float64 only: it spilled
 # fewer registers in ptxas for float32 too, but ran slower there (run 89: 12.0 -> 13.0 ms at 8 x 8).
@@ -130,7 +131,7 @@ if embedding.triton is not None:
                     for j0 in range(0, MAX_SEL, SLOTS):
                         if j0 < top:
                             w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k,
-                                                                  N1, N2, N3, L1, L2, L3)
+                                                                  N1, N2, N3, L1, L2, L3, PRECISION)
                             acc = _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype,
                                            start + j0 + lane, mine & (j0 + lane < top), nnei, nstat, corner,
                                            w1, b1, w2, b2, w3, b3, SKIP2, SKIP3, PRECISION, ROWS)
@@ -191,7 +192,7 @@ if embedding.triton is not None:
                     for j0 in range(0, MAX_SEL, SLOTS):
                         if j0 < top:
                             w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k,
-                                                                  N1, N2, N3, L1, L2, L3)
+                                                                  N1, N2, N3, L1, L2, L3, PRECISION)
                             _grad_chunk(rij_ptr, stat_ptr, geo_ptr, rows_ptr, q_ptr, centre, ctype,
                                         start + j0 + lane, mine & (j0 + lane < top), nnei, nstat,
                                         tb0, tb1, tb2, tb3, w1, b1, w2, b2, w3, b3, ATOMS, SLOTS, SKIP2, SKIP3,

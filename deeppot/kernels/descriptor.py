@@ -64,7 +64,7 @@ if embedding.triton is not None:
             start = tl.load(starts_ptr + b)
             top = tl.load(top_ptr + centre * NTYPES + b)  # the slots to visit (`deeppot.kernels.reach`)
             w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1, N2, N3,
-                                                  L1, L2, L3)
+                                                  L1, L2, L3, PRECISION)
             for j0 in range(0, MAX_SEL, BLOCK):
                 if j0 < top:
                     rows = j0 + tl.arange(0, BLOCK)
@@ -97,7 +97,7 @@ if embedding.triton is not None:
             start = tl.load(starts_ptr + b)
             top = tl.load(top_ptr + centre * NTYPES + b)  # the slots to visit (`deeppot.kernels.reach`)
             w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1, N2, N3,
-                                                  L1, L2, L3)
+                                                  L1, L2, L3, PRECISION)
             for j0 in range(0, MAX_SEL, BLOCK):
                 if j0 < top:
                     rows = j0 + tl.arange(0, BLOCK)

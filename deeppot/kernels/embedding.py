@@ -86,7 +86,10 @@ if triton is not None:
         float16's range) at twice the tensor cores' rate."""
         if PRECISION == "f16x3":
             a_hi, a_lo = _f16_parts(a)
-            b_hi, b_lo = _f16_parts(b)
+            if b.dtype == tl.float16:  # a weight's parts made beforehand, joined (`_load_parts`)
+                b_hi, b_lo = tl.split(b)
+            else:
+                b_hi, b_lo = _f16_parts(b)
             c = tl.dot(a_hi, b_lo, tl.dot(a_lo, b_hi))
             return tl.dot(a_hi, b_hi, c * (1.0 / 2048.0))
         else:
@@ -105,6 +108,13 @@ if triton is not None:
         col, col_ok = _columns(PO, HO, NHO)
         at = k * N_IN * N_OUT + row[:, None] * N_OUT + col[None, :]
         return tl.load(ptr + at, mask=row_ok[:, None] & col_ok[None, :], other=0.0)
+
+    @triton.jit
+    def _load_parts(ptr, k, PI: tl.constexpr, PO: tl.constexpr):
+        """A weight matrix's float16 parts as laid out in registers (`precision.padded_parts`: net k's (2, PI, PO),
+        padding included), joined along a last axis of (hi, lo) for `_mm`: whole 16-byte loads, no masks."""
+        at = k * 2 * PI * PO + tl.arange(0, PI)[:, None] * PO + tl.arange(0, PO)[None, :]
+        return tl.join(tl.load(ptr + at), tl.load(ptr + PI * PO + at))
 
     @triton.jit
     def _load_vector(ptr, k, N: tl.constexpr, P: tl.constexpr, H: tl.constexpr, NH: tl.constexpr):
@@ -184,12 +194,18 @@ if triton is not None:
 
     @triton.jit
     def _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1: tl.constexpr, N2: tl.constexpr,
-                     N3: tl.constexpr, L1: tl.constexpr, L2: tl.constexpr, L3: tl.constexpr):
+                     N3: tl.constexpr, L1: tl.constexpr, L2: tl.constexpr, L3: tl.constexpr,
+                     PRECISION: tl.constexpr = "ieee"):
+        """Net k's weights and biases in the layers' register layouts; with "f16x3", W2 and W3 as their parts."""
         w1 = _load_vector(w1_ptr, k, N1, L1[0], L1[1], L1[2])
         b1 = _load_vector(b1_ptr, k, N1, L1[0], L1[1], L1[2])
-        w2 = _load_matrix(w2_ptr, k, N1, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
+        if PRECISION == "f16x3":
+            w2 = _load_parts(w2_ptr, k, L1[0], L2[0])
+            w3 = _load_parts(w3_ptr, k, L2[0], L3[0])
+        else:
+            w2 = _load_matrix(w2_ptr, k, N1, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
+            w3 = _load_matrix(w3_ptr, k, N2, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
         b2 = _load_vector(b2_ptr, k, N2, L2[0], L2[1], L2[2])
-        w3 = _load_matrix(w3_ptr, k, N2, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
         b3 = _load_vector(b3_ptr, k, N3, L3[0], L3[1], L3[2])
         return w1, b1, w2, b2, w3, b3
 

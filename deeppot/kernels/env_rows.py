@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from deeppot.kernels import embedding
+from deeppot.kernels.precision import padded_parts
 
 if embedding.triton is not None:
     import triton
@@ -255,6 +256,9 @@ def net_args(d, rij: Tensor, center_type: Tensor, precision: str, tops: Tensor) 
     """Tensor arguments of the embedding-net kernels (environment, then the nets' weights and biases) and their
     compile-time constants, without the tile (each kernel family adds its own)."""
     params = [t for layer in d.nets.layers for t in (layer.matrix, layer.bias)]
-    tensors = [*env_args(d, rij, center_type, tops), *params]
     meta = embedding.net_meta(params, d.sel, "ieee" if rij.dtype == torch.float64 else precision)
+    if meta["PRECISION"] == "f16x3":  # W2's and W3's parts made once (`embedding._load_parts`)
+        params[2] = padded_parts(params[2], meta["L1"], meta["L2"])
+        params[4] = padded_parts(params[4], meta["L2"], meta["L3"])
+    tensors = [*env_args(d, rij, center_type, tops), *params]
     return tensors, dict(meta, NTYPES=d.ntypes, ONE_SIDE=d.type_one_side)

@@ -131,19 +131,48 @@ def weight_parts(w: Tensor, transposed: bool = False) -> tuple[Tensor, Tensor]:
     """W's (or W^T's) float16 parts (hi, lo) as the kernels' `_f16_parts` splits them, W = hi + lo / 2^11, each
     (nets, k, n) contiguous: a product reads them straight into the tensor cores instead of splitting W's tile
     again in every program and k step (`fitting_gemm`; run 172, H100, 65,536 rows: the 1600-wide layer 0.424 ->
-    0.393 ms, dE/dD 0.596 -> 0.539; the embedding kernels, whose weights are small, ran 2-3% slower on parts, run
-    173). Kept per weight until it changes; not kept from inside a CUDA graph capture (its memory belongs to the
-    graph), where the warm-up run before the capture has made them already."""
+    0.393 ms, dE/dD 0.596 -> 0.539). Kept per weight until it changes (`_kept`)."""
+    def make():
+        return _split((w.detach().transpose(1, 2) if transposed else w.detach()).contiguous())
+    return _kept(w, transposed, make)
+
+
+def padded_parts(w: Tensor, rows: tuple[int, int, int], cols: tuple[int, int, int]) -> Tensor:
+    """W's float16 parts as the embedding kernels hold W in registers (`embedding._load_parts`): (nets, 2, P_in,
+    P_out), hi then lo, W's rows and columns in the register layouts `rows` and `cols` ((P, H, NH), see
+    `embedding._layouts`), padding zero, so that a kernel reads them with whole unmasked vector loads (run 236,
+    H100, water's atom tiles at 98,304 atoms: T 3.77 -> 3.56 ms, the gradient 4.75 -> 4.71; splitting them with
+    masked loads of float32 weights in every chunk had taken a fifth of T's loop). Kept per weight until it
+    changes."""
+    def make():
+        padded = torch.nn.functional.pad(w.detach(), (0, 1, 0, 1))  # index -1: a zero row and column
+        at_rows, at_cols = (_layout_index(*layout).to(w.device) for layout in (rows, cols))
+        return torch.stack(_split(padded[:, at_rows][:, :, at_cols]), dim=1).contiguous()
+    return _kept(w, (rows, cols), make)
+
+
+def _layout_index(p: int, h: int, nh: int) -> Tensor:
+    """The logical index each of a layout's p registers holds, -1 for padding (`embedding._columns`)."""
+    q = torch.arange(p)
+    return torch.where(q % h < nh, (q // h) * nh + q % h, -1)
+
+
+def _split(w: Tensor) -> tuple[Tensor, Tensor]:
+    hi = w.to(torch.float16)
+    return hi, ((w - hi.to(w.dtype)) * 2048.0).to(torch.float16)
+
+
+def _kept(w: Tensor, layout, make):
+    """make()'s parts of w, kept per (weight, view, layout) until the weight changes; not kept from inside a CUDA
+    graph capture (its memory belongs to the graph), where the warm-up run before the capture has made them."""
     base = w if w._base is None else w._base
-    key = (id(base), w.storage_offset(), tuple(w.shape), tuple(w.stride()), transposed)
+    key = (id(base), w.storage_offset(), tuple(w.shape), tuple(w.stride()), layout)
     # inference tensors keep no version (nor change outside inference mode)
     now = (0 if base.is_inference() else base._version, w.data_ptr())
     kept = _PARTS.get(key)
     if kept is not None and kept[0]() is base and kept[1] == now:
         return kept[2]
-    wt = (w.detach().transpose(1, 2) if transposed else w.detach()).contiguous()
-    hi = wt.to(torch.float16)
-    parts = hi, ((wt - hi.to(wt.dtype)) * 2048.0).to(torch.float16)
-    if not (wt.is_cuda and torch.cuda.is_current_stream_capturing()):
+    parts = make()
+    if not (w.is_cuda and torch.cuda.is_current_stream_capturing()):
         _PARTS[key] = weakref.ref(base, functools.partial(_forget, key)), now, parts
     return parts
