@@ -1,8 +1,8 @@
 """Run 238: the float32 (f16x3) atom-tile kernels alone on 98,304 atoms of compress_bench.py's water-like box (run
-167's harness), at a few tiles, on the tree in PYTHONPATH: old (a6179df) reads W2's and W3's float16 parts and rescales the sum of the low products
-before the high one joins it; mid chains the three products in units of 2^-11 in both kernels; new (this tree) in
-T only. The kept tile's outputs are saved under
-/tmp by tree tag; when the other tree's are there, the largest difference between the trees is printed.
+167's harness), three rounds of the kept tile, on the tree in PYTHONPATH: old (a6179df) reads W2's and W3's float16
+parts and rescales the sum of the low products before the high one joins it; mid chains the three products in units
+of 2^-11 in both kernels; new (chain.patch) in T only. The outputs are saved under /tmp by tree tag; when another
+tree's are there, the largest difference between the trees is printed.
     PYTHONPATH=$TREE:$TREE/benchmarks python parts_probe.py TAG"""
 import json
 import os
