@@ -196,7 +196,8 @@ if triton is not None:
     def _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1: tl.constexpr, N2: tl.constexpr,
                      N3: tl.constexpr, L1: tl.constexpr, L2: tl.constexpr, L3: tl.constexpr,
                      PRECISION: tl.constexpr = "ieee"):
-        """Net k's weights and biases in the layers' register layouts; with "f16x3", W2 and W3 as their parts."""
+        """Net k's weights and biases in the layers' register layouts; with "f16x3", W2 and W3 as their parts.
+        (Float64 and tf32x3 weights made once in the padded layout, read unmasked, were slower: run 239.)"""
         w1 = _load_vector(w1_ptr, k, N1, L1[0], L1[1], L1[2])
         b1 = _load_vector(b1_ptr, k, N1, L1[0], L1[1], L1[2])
         if PRECISION == "f16x3":
