@@ -65,14 +65,16 @@ def compiled_report(source: ASTSource, warps: int) -> str:
     return f"{registers} registers, spills {spills[0]} B stored / {spills[1]} B loaded"
 
 
-TYPES = {torch.float32: "*fp32", torch.float64: "*fp64", torch.int32: "*i32", torch.int64: "*i64"}
+TYPES = {torch.float32: "*fp32", torch.float64: "*fp64", torch.float16: "*fp16", torch.int32: "*i32",
+         torch.int64: "*i64"}
 
 
-def atom_tile_report(kernel: str, precision: str, tile: tuple[int, int, int], neuron: list[int], sel: list[int],
-                     products: str = "tf32x3", rows: bool = False) -> str:
+def atom_tile_source(kernel: str, precision: str, tile: tuple[int, int, int], neuron: list[int], sel: list[int],
+                     products: str = "tf32x3", rows: bool = False, aligned: bool = False) -> tuple[ASTSource, int]:
     """The inference atom-tile kernel ("t" or "grad", `deeppot.kernels.atom_tiles`) of a water-like se_e2_a model at
-    a given (ATOMS, SLOTS, warps), its float32 products in `products` ("tf32x3" or "f16x3"), compiled as
-    `_tiled_args` would launch it; with `rows`, reading the slots' rows made beforehand (`atom_tiles.shared_rows`)."""
+    a given (ATOMS, SLOTS, warps), its float32 products in `products` ("tf32x3" or "f16x3"), as `_tiled_args` would
+    launch it, and its warps; with `rows`, reading the slots' rows made beforehand (`atom_tiles.shared_rows`); with
+    `aligned`, its pointers 16-byte aligned as the launcher sees real tensors (vector loads)."""
     from deeppot.kernels import atom_tiles
     from deeppot.model import EnergyModel
 
@@ -97,7 +99,14 @@ def atom_tile_report(kernel: str, precision: str, tile: tuple[int, int, int], ne
     names = [a for a in fn.arg_names if a not in meta]
     sig = {name: TYPES[a.dtype] if isinstance(a, torch.Tensor) else "i32" for name, a in zip(names, args, strict=True)}
     sig.update({name: "constexpr" for name in meta})
-    return compiled_report(ASTSource(fn, sig, constexprs=meta), warps)
+    attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(fn.arg_names) if sig[name].startswith("*")}
+    return ASTSource(fn, sig, constexprs=meta, attrs=attrs if aligned else None), warps
+
+
+def atom_tile_report(kernel: str, precision: str, tile: tuple[int, int, int], neuron: list[int], sel: list[int],
+                     products: str = "tf32x3", rows: bool = False) -> str:
+    """Registers and spills of `atom_tile_source`'s kernel."""
+    return compiled_report(*atom_tile_source(kernel, precision, tile, neuron, sel, products, rows))
 
 
 def main() -> None:
