@@ -137,14 +137,14 @@ def test_padded_parts_hold_each_weight_where_the_kernels_registers_do():
     weights = torch.nn.Parameter(torch.randn(2, 50, 100) * 0.3)
     parts = precision.padded_parts(weights, (64, 32, 25), (128, 64, 50))
     assert parts.dtype == torch.float16 and parts.shape == (2, 2, 64, 128) and parts.is_contiguous()
+    expected = torch.zeros(2, 64, 128, dtype=torch.float64)
+    for p in range(64):
+        for q in range(128):
+            if p % 32 < 25 and q % 64 < 50:
+                expected[:, p, q] = weights[:, (p // 32) * 25 + p % 32, (q // 64) * 50 + q % 64].double()
     rebuilt = parts[:, 0].double() + parts[:, 1].double() / 2048
-    for p, q in [(0, 0), (24, 49), (32, 64), (37, 100), (56, 113), (63, 127), (25, 0), (0, 50), (31, 127)]:
-        real = p % 32 < 25 and q % 64 < 50
-        expected = weights[:, (p // 32) * 25 + p % 32, (q // 64) * 50 + q % 64].double() if real else torch.zeros(2)
-        assert (rebuilt[:, p, q] - expected).abs().max() <= 2.0**-22 * 0.3 * 8, (p, q)
-        if real:
-            assert torch.equal(parts[:, 0, p, q], expected.half())  # the kernels' split: hi rounds
-    assert rebuilt.abs().sum() > 0.99 * weights.detach().abs().sum()  # every weight somewhere: none dropped
+    assert (rebuilt - expected).abs().max() <= 2.0**-22 * weights.detach().abs().max()
+    assert torch.equal(parts[:, 0], expected.half())  # the kernels' split: hi rounds, lo keeps the rest * 2^11
     assert precision.padded_parts(weights, (64, 32, 25), (128, 64, 50)) is parts  # made once per version
     with torch.no_grad():
         weights.mul_(2.0)
