@@ -45,6 +45,10 @@ else:
     # in the backward instead of 960 and a water float64 step took 1.52 ms instead of 1.24 (run 151; 1.24 again
     # with this, run 152).
     _TRAINING_FAST64 = tl.constexpr(False)
+    # The training kernels read float32 or float64 weights as given: `_net_weights` reads float16 parts only for the
+    # inference kernels' "f16x3". A constexpr argument, since a string default of a jit function's parameter does
+    # not compile on the GPU (Triton 3.6).
+    _WEIGHTS_AS_GIVEN = tl.constexpr("ieee")
 
 BLOCK_J = 16  # slots per chunk (the GEMM M dimension); 16 x 8 warps measured fastest on an H100
 NUM_WARPS = 8
@@ -195,7 +199,7 @@ if triton is not None:
     @triton.jit
     def _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1: tl.constexpr, N2: tl.constexpr,
                      N3: tl.constexpr, L1: tl.constexpr, L2: tl.constexpr, L3: tl.constexpr,
-                     PRECISION: tl.constexpr = "ieee"):
+                     PRECISION: tl.constexpr):
         """Net k's weights and biases in the layers' register layouts; with "f16x3", W2 and W3 as their parts.
         (Float64 and tf32x3 weights made once in the padded layout, read unmasked, were slower: run 239.)"""
         w1 = _load_vector(w1_ptr, k, N1, L1[0], L1[1], L1[2])
@@ -235,7 +239,7 @@ if triton is not None:
                           SKIP_PADDING: tl.constexpr):
         atom, start, length, k = _program_slots(net_ptr, starts_ptr, nblocks)[1:]
         w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1, N2, N3,
-                                              L1, L2, L3)
+                                              L1, L2, L3, _WEIGHTS_AS_GIVEN)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
         g0 = tl.zeros_like(b3)  # slot 0's G and dG/ds
         dg0 = tl.zeros_like(b3)
