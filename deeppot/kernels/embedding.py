@@ -16,8 +16,9 @@ there and the backward adds their gradients to its row, instead of running the n
 Supported nets: three layers 1 -> N1 -> N2 -> N3, tanh, DeePMD skips (same width or doubling), no timestep
 (resnet_dt false). `fusable` says whether a descriptor qualifies; anything else keeps the PyTorch path.
 Widths are padded to powers of two in registers (zero weights keep the padding exactly zero). GEMMs run on the
-tensor cores: float32 as 3xTF32 (float32-level accuracy) or, opted in, one TF32 pass; float64 in float64. The
-inference kernels built on these helpers also take "f16x3" (`_mm`; `deeppot.kernels.precision` says when).
+tensor cores: float32 as three float16 products ("f16x3", `_mm`) where `deeppot.kernels.precision` finds the nets
+within float16's range on a Hopper GPU, else 3xTF32 (both float32-level accuracy), or, opted in, one TF32 pass;
+float64 in float64. The inference kernels built on these helpers take the same schemes.
 The kernel-vs-PyTorch tests are tests/kernels (GPU, or the Triton interpreter on a CPU) and tests/gpu.
 """
 
@@ -45,9 +46,9 @@ else:
     # in the backward instead of 960 and a water float64 step took 1.52 ms instead of 1.24 (run 151; 1.24 again
     # with this, run 152).
     _TRAINING_FAST64 = tl.constexpr(False)
-    # The training kernels read float32 or float64 weights as given: `_net_weights` reads float16 parts only for the
-    # inference kernels' "f16x3". A constexpr argument, since a string default of a jit function's parameter does
-    # not compile on the GPU (Triton 3.6).
+    # The training kernels read float32 or float64 weights as given, whatever their products' scheme (f16x3 splits
+    # them in registers): `_net_weights` reads float16 parts only for the inference kernels' "f16x3". A constexpr
+    # argument, since a string default of a jit function's parameter does not compile on the GPU (Triton 3.6).
     _WEIGHTS_AS_GIVEN = tl.constexpr("ieee")
 
 BLOCK_J = 16  # slots per chunk (the GEMM M dimension); 16 x 8 warps measured fastest on an H100
@@ -178,11 +179,10 @@ if triton is not None:
         """Reverse of `_dense_jet` (wt = W^T): weight-gradient contributions and the gradients of its inputs."""
         gz = (gx - 2.0 * gdx * u * a) * d
         gu = gdx * d
-        gw = tl.dot(tl.trans(x), gz, input_precision=PRECISION)
-        gw += tl.dot(tl.trans(dx), gu, input_precision=PRECISION)
+        gw = _mm(tl.trans(x), gz, PRECISION) + _mm(tl.trans(dx), gu, PRECISION)
         gb = tl.sum(gz, axis=0)
-        gx_in = tl.dot(gz, wt, input_precision=PRECISION)
-        gdx_in = tl.dot(gu, wt, input_precision=PRECISION)
+        gx_in = _mm(gz, wt, PRECISION)
+        gdx_in = _mm(gu, wt, PRECISION)
         if KIND != 0:
             gx_in += _skip_transposed(gx, KIND)
             gdx_in += _skip_transposed(gdx, KIND)
@@ -313,18 +313,33 @@ if triton is not None:
             first = (rows[:, None] == 0) & col_ok[None, :]
             gx3 += tl.load(extra_ptr + col[None, :] + 0 * rows[:, None], mask=first, other=0.0)
             gdx3 += tl.load(extra_ptr + N3 + col[None, :] + 0 * rows[:, None], mask=first, other=0.0)
+        scale, unscale = _gradient_scale(gx3, gdx3, PRECISION)
+        gx3 *= scale
+        gdx3 *= scale
         w3t = _load_matrix_t(w3_ptr, k, N2, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
         gw, gb, gx2, gdx2 = _dense_jet_backward(x2, dx2, w3t, a3, u3, d3, gx3, gdx3, SKIP3, PRECISION)
-        _add_matrix(base3, gw, again, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
-        _add_vector(base3 + N2 * N3, gb, again, L3[0], L3[1], L3[2])
+        _add_matrix(base3, gw * unscale, again, N3, L2[0], L2[1], L2[2], L3[0], L3[1], L3[2])
+        _add_vector(base3 + N2 * N3, gb * unscale, again, L3[0], L3[1], L3[2])
         w2t = _load_matrix_t(w2_ptr, k, N1, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
         gw, gb, gx1, gdx1 = _dense_jet_backward(x1, dx1, w2t, a2, u2, d2, gx2, gdx2, SKIP2, PRECISION)
-        _add_matrix(base2, gw, again, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
-        _add_vector(base2 + N1 * N2, gb, again, L2[0], L2[1], L2[2])
+        _add_matrix(base2, gw * unscale, again, N2, L1[0], L1[1], L1[2], L2[0], L2[1], L2[2])
+        _add_vector(base2 + N1 * N2, gb * unscale, again, L2[0], L2[1], L2[2])
         # layer 1: x1 = tanh(s w1 + b1), dx1 = (1 - x1^2) w1 (the input tangent is 1)
         gz1 = (gx1 - 2.0 * gdx1 * w1[None, :] * x1) * d1
-        _add_vector(base1, tl.sum(gz1 * s[:, None] + gdx1 * d1, axis=0), again, L1[0], L1[1], L1[2])
-        _add_vector(base1 + N1, tl.sum(gz1, axis=0), again, L1[0], L1[1], L1[2])
+        _add_vector(base1, tl.sum(gz1 * s[:, None] + gdx1 * d1, axis=0) * unscale, again, L1[0], L1[1], L1[2])
+        _add_vector(base1 + N1, tl.sum(gz1, axis=0) * unscale, again, L1[0], L1[1], L1[2])
+
+    @triton.jit
+    def _gradient_scale(gx, gdx, PRECISION: tl.constexpr):
+        """A power of two that brings a chunk's incoming gradients to [1, 2) at their largest, and its inverse, for
+        "f16x3" (1, 1 otherwise): float16 parts keep their relative accuracy only between ~6e-5 and 65504, and a
+        loss's gradients may lie anywhere. Powers of two scale exactly."""
+        if PRECISION == "f16x3":
+            top = tl.maximum(tl.max(tl.abs(gx)), tl.max(tl.abs(gdx)))
+            exponent = tl.minimum(tl.maximum((top.to(tl.int32, bitcast=True) >> 23) & 0xFF, 1), 253)
+            return ((254 - exponent) << 23).to(tl.float32, bitcast=True), (exponent << 23).to(tl.float32, bitcast=True)
+        else:
+            return 1.0, 1.0
 
     @triton.jit
     def _padding_gradients(gg_ptr, gdg_ptr, nlist_ptr, extra_ptr, atom, start, length, nnei, N3: tl.constexpr,
@@ -463,8 +478,10 @@ def embed_all(d, rr: Tensor, center_type: Tensor, layout: SlotLayout | None = No
     padding, with a trimmed list's layout: each block's chunks of padding only are not recomputed but take the
     values of its padded stand-in in slot 0 (exact: the layout's padding rows are equal). precision, for float32:
     "tf32x3" (default) splits each GEMM input into two TF32 parts on the tensor cores, accurate to float32's
-    level; "tf32" is the mixed-precision opt-in (one TF32 pass, float32 accumulation); "ieee" uses FMA units and
-    spills registers at DeePMD widths (slow; kept for checks). float64 always runs "ieee".
+    level; "f16x3" into two float16 parts, as accurate where the nets' values fit float16's range
+    (`precision.embedding_products`; the backward scales the incoming gradients); "tf32" is the mixed-precision
+    opt-in (one TF32 pass, float32 accumulation); "ieee" uses FMA units and spills registers at DeePMD widths
+    (slow; kept for checks). float64 always runs "ieee".
     """
     if rr.requires_grad:
         raise ValueError("the fused embedding kernels give no gradient with respect to positions; "

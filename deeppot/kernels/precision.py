@@ -40,6 +40,29 @@ def float32_products(model, device: torch.device) -> str:
     return "f16x3"
 
 
+def embedding_products(d, device: torch.device) -> str:
+    """The products' scheme for the training embedding kernels (`embedding.embed_all`) of float32 descriptor d:
+    "f16x3" where the nets' weights and tangent stay within float16's range (checked on the weights given; a
+    training whose weights grow past 2^14 has diverged and ends in NaN), "tf32x3" otherwise. The backward scales
+    each chunk's incoming gradients by a power of two, so a loss's gradients need no bound."""
+    if d.dtype != torch.float32 or device.type != "cuda" or torch.cuda.get_device_capability(device) < (9, 0):
+        return "tf32x3"
+    reason = _embedding_range_problem(d)
+    if reason is not None:
+        log.info("embedding products as tf32x3, not f16x3: %s", reason)
+        return "tf32x3"
+    return "f16x3"
+
+
+def _embedding_range_problem(d) -> str | None:
+    for layer in d.nets.layers:
+        largest = float(layer.matrix.detach().abs().max())
+        if not WEIGHT_FLOOR <= largest <= LIMIT:
+            return f"an embedding matrix of shape {tuple(layer.matrix.shape)} has largest entry {largest:.3g}"
+    tangent = embedding_bounds(d)[1]
+    return f"the embedding tangent may reach {tangent:.3g}" if tangent > LIMIT else None
+
+
 def f16_range_problem(model) -> str | None:
     """Why some operand of the model's products could leave float16's range, or None when none can."""
     d, nets = model.descriptor, model.fitting.nets

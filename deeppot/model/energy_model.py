@@ -135,13 +135,14 @@ class EnergyModel(nn.Module):
         tf32: the mixed-precision opt-in (TF32 GEMM inputs in the embedding net, float32 accumulation; float32
         models only). Returns whether the swap happened; the weights are untouched either way.
         """
-        from deeppot.kernels import embedding
+        from deeppot.kernels import embedding, precision
 
         if not (self.analytic_forces and analytic.supports(self) and embedding.fusable(self.descriptor)
                 and embedding.triton_available(device)):
             return False
-        precision = "tf32" if tf32 else "tf32x3"  # float64 always runs exact float64 GEMMs
-        self.embed_fn = functools.partial(embedding.embed_all, precision=precision)
+        # float64 always runs exact float64 GEMMs
+        products = "tf32" if tf32 else precision.embedding_products(self.descriptor, device)
+        self.embed_fn = functools.partial(embedding.embed_all, precision=products)
         return True
 
     def use_env_kernel(self, device: torch.device) -> bool:

@@ -72,6 +72,27 @@ def test_values_and_weight_gradients(type_one_side, precision, neuron, sel, ntyp
         torch.testing.assert_close(got / scale, want / scale, **TOL[d.dtype])
 
 
+def test_f16x3_weight_gradients_at_any_scale_of_the_loss():
+    """The f16x3 backward brings each chunk's incoming gradients to float16's range by a power of two: a loss's
+    gradients of any size give the weights' gradients to float32's accuracy (unscaled, 1e-9 lost them, 1e7 gave
+    NaN)."""
+    model, rr, center_type = model_and_rr(False, "float32", (6, 6, 12), (20, 20, 20), 3)
+    d = model.descriptor
+    g, dg = embedding.embed_all(d, rr, center_type, precision="f16x3")
+    g_ref, dg_ref = analytic.embed_all(d, rr, center_type)
+    torch.testing.assert_close(g, g_ref, **TOL[d.dtype])
+    torch.testing.assert_close(dg, dg_ref, **TOL[d.dtype])
+    params = list(d.nets.parameters())
+    gen = torch.Generator(device=DEVICE).manual_seed(1)
+    for amplitude in (1e-9, 1.0, 1e7):
+        a, b = (amplitude * torch.randn(g.shape, generator=gen, device=DEVICE, dtype=g.dtype) for _ in range(2))
+        grads = torch.autograd.grad((g * a).sum() + (dg * b).sum(), params, retain_graph=True)
+        grads_ref = torch.autograd.grad((g_ref * a).sum() + (dg_ref * b).sum(), params, retain_graph=True)
+        for got, want in zip(grads, grads_ref, strict=True):
+            scale = want.abs().max()
+            torch.testing.assert_close(got / scale, want / scale, **TOL[d.dtype])
+
+
 def test_tangent_is_the_derivative():
     model, rr, center_type = model_and_rr(type_one_side=False)
     d = model.descriptor

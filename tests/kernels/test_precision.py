@@ -37,6 +37,27 @@ def test_large_or_vanishing_weights_keep_tf32x3():
     assert "weight matrix" in precision.f16_range_problem(model)
 
 
+def test_the_training_embedding_takes_f16x3_only_within_float16s_range(monkeypatch):
+    d = make_model(**WATER_NET).descriptor
+    assert precision.embedding_products(d, torch.device("cpu")) == "tf32x3"
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device: (9, 0))  # an H100, pretended
+    cuda = torch.device("cuda")
+    assert precision.embedding_products(d, cuda) == "f16x3"
+    assert precision.embedding_products(make_model(**{**WATER_NET, "precision": "float64"}).descriptor,
+                                        cuda) == "tf32x3"
+    with torch.no_grad():  # weights of ~30: each fits, but the tangent's bound (~2.5e4) does not
+        d.nets.layers[1].matrix.mul_(60)
+        d.nets.layers[2].matrix.mul_(60)
+    assert precision.embedding_products(d, cuda) == "tf32x3"
+    with torch.no_grad():
+        d.nets.layers[1].matrix.div_(60)
+        d.nets.layers[2].matrix.div_(60)
+        d.nets.layers[0].matrix[0, 0, 0] = 3e4
+    assert precision.embedding_products(d, cuda) == "tf32x3"
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device: (8, 0))
+    assert precision.embedding_products(make_model(**WATER_NET).descriptor, cuda) == "tf32x3"
+
+
 def test_a_tiny_environment_spread_keeps_tf32x3():
     model = make_model(**WATER_NET)
     with torch.no_grad():
