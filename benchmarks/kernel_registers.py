@@ -41,15 +41,22 @@ def signature(kernel, meta: dict, pointer: str) -> dict[str, str]:
     return types
 
 
-def ptxas_report(kernel, neuron: list[int], sel: list[int], precision: str, skip: bool,
-                 block: int = embedding.BLOCK_J, warps: int = embedding.NUM_WARPS) -> str:
+def training_source(kernel, neuron: list[int], sel: list[int], precision: str, skip: bool,
+                    block: int = embedding.BLOCK_J, products: str = "tf32x3") -> ASTSource:
+    """A training embedding kernel (`embedding._embed_fwd_kernel` or `_embed_bwd_kernel`) as `embed_all` would
+    launch it, its float32 products in `products` ("tf32x3", "f16x3" or "tf32")."""
     n1, n2, n3 = neuron
     shapes = [(1, n1), (1, n1), (n1, n2), (1, n2), (n2, n3), (1, n3)]
     params = [torch.zeros(1, *s) for s in shapes]
-    meta = dict(embedding.net_meta(params, sel, "ieee" if precision == "float64" else "tf32x3"),
+    meta = dict(embedding.net_meta(params, sel, "ieee" if precision == "float64" else products),
                 BLOCK=block, SKIP_PADDING=skip)
     pointer = "*fp64" if precision == "float64" else "*fp32"
-    return compiled_report(ASTSource(kernel, signature(kernel, meta, pointer), constexprs=meta), warps)
+    return ASTSource(kernel, signature(kernel, meta, pointer), constexprs=meta)
+
+
+def ptxas_report(kernel, neuron: list[int], sel: list[int], precision: str, skip: bool,
+                 block: int = embedding.BLOCK_J, warps: int = embedding.NUM_WARPS, products: str = "tf32x3") -> str:
+    return compiled_report(training_source(kernel, neuron, sel, precision, skip, block, products), warps)
 
 
 def compiled_report(source: ASTSource, warps: int) -> str:
@@ -119,7 +126,7 @@ def main() -> None:
                         help="BLOCKxWARPS of the kernels, e.g. 16x8 16x4")
     parser.add_argument("--precisions", nargs="+", default=["float32", "float64"])
     parser.add_argument("--products", default="tf32x3", choices=["tf32x3", "f16x3"],
-                        help="the atom-tile kernels' float32 products (deeppot/kernels/precision.py)")
+                        help="the kernels' float32 products (deeppot/kernels/precision.py)")
     parser.add_argument("--rows", action="store_true", help="the atom-tile kernels reading precomputed rows")
     args = parser.parse_args()
     for tile in args.atom_tiles or ():
@@ -133,7 +140,8 @@ def main() -> None:
         for kernel in (embedding._embed_fwd_kernel, embedding._embed_bwd_kernel):
             for precision in args.precisions:
                 for skip in (False, True):
-                    report = ptxas_report(kernel, args.neuron, args.sel, precision, skip, block, warps)
+                    report = ptxas_report(kernel, args.neuron, args.sel, precision, skip, block, warps,
+                                          args.products)
                     print(f"{tile} {kernel.fn.__name__} {precision} skip_padding={skip}: {report}")
 
 

@@ -1,0 +1,73 @@
+"""The fused kernels compile for an H100 (sm_90) on a machine without one.
+
+The Triton interpreter (CI's way of running kernels on a CPU) accepts code that Triton's GPU compiler refuses: a
+string default of a jit function's parameter ran in the interpreter and broke every fused training step on the GPU
+(benchmarks/results run 240). Compiling for the GPU's target needs no GPU, so the main kernel families compile here
+as `embed_all` and the atom tiles would launch them, in each precision and products' scheme. The compiler runs in a
+child process: this process's Triton may be the interpreter (tests/kernels/conftest.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("triton")
+
+ROOT = Path(__file__).resolve().parents[2]
+TRAINING = [(kernel, precision, products) for kernel in ("_embed_fwd_kernel", "_embed_bwd_kernel")
+            for precision, products in [("float32", "tf32x3"), ("float32", "f16x3"), ("float32", "tf32"),
+                                        ("float64", "ieee")]]
+ATOM_TILES = [(kernel, precision, products) for kernel in ("t", "grad")
+              for precision, products in [("float32", "tf32x3"), ("float32", "f16x3"), ("float64", "ieee")]]
+
+COMPILE_ALL = """
+import json, sys
+import torch, triton
+import kernel_registers as kr
+from deeppot.kernels import atom_tiles, embedding
+neuron, sel = [25, 50, 100], [46, 92]  # the water example's nets
+cases = json.loads(sys.argv[1])
+def source(family, kernel, precision, products):
+    if family == "training":
+        fn = getattr(embedding, kernel)
+        return kr.training_source(fn, neuron, sel, precision, True, products=products), embedding.NUM_WARPS
+    tile = atom_tiles._tile_of(products, getattr(torch, precision), kernel)
+    return kr.atom_tile_source(kernel, precision, tile, neuron, sel, products, rows=precision == "float32",
+                               aligned=True)
+results = {}
+for case in cases:
+    try:
+        src, warps = source(*case)
+        triton.compile(src, target=kr.TARGET, options={"num_warps": warps})
+        results[" ".join(case)] = "compiled"
+    except Exception as error:
+        results[" ".join(case)] = f"{type(error).__name__}: {error}"[-2000:]
+print(json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def compiled() -> dict[str, str]:
+    cases = [("training", *c) for c in TRAINING] + [("atom_tiles", *c) for c in ATOM_TILES]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "benchmarks"), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-c", COMPILE_ALL, json.dumps(cases)], capture_output=True, text=True,
+                          env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(("kernel", "precision", "products"), TRAINING)
+def test_training_embedding_kernels_compile(compiled, kernel, precision, products):
+    assert compiled[f"training {kernel} {precision} {products}"] == "compiled"
+
+
+@pytest.mark.parametrize(("kernel", "precision", "products"), ATOM_TILES)
+def test_inference_atom_tile_kernels_compile(compiled, kernel, precision, products):
+    assert compiled[f"atom_tiles {kernel} {precision} {products}"] == "compiled"
