@@ -42,8 +42,10 @@ def float32_products(model, device: torch.device) -> str:
 
 def embedding_products(d, device: torch.device) -> str:
     """The products' scheme for the training embedding kernels (`embedding.embed_all`) of float32 descriptor d:
-    "f16x3" where the nets' weights and tangent stay within float16's range (checked on the weights given; a
-    training whose weights grow past 2^14 has diverged and ends in NaN), "tf32x3" otherwise. The backward scales
+    "f16x3" where the nets' weights and tangent bound stay within float16's range, "tf32x3" otherwise. Checked once,
+    on the weights the trainer holds when it chooses its kernels (a --restart's are loaded after); the bound is far
+    above the real values, which overflow float16 only in a training that has diverged, and then the trainer stops
+    on the NaN loss. The backward scales
     each chunk's incoming gradients by a power of two, so a loss's gradients need no bound."""
     if d.dtype != torch.float32 or device.type != "cuda" or torch.cuda.get_device_capability(device) < (9, 0):
         return "tf32x3"
