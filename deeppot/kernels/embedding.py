@@ -101,6 +101,20 @@ if triton is not None:
             return tl.dot(a, b, input_precision=PRECISION)
 
     @triton.jit
+    def _mm_sum(a, b, c, d, PRECISION: tl.constexpr):
+        """a @ b + c @ d at PRECISION; with "f16x3", the four products of a low part share one accumulator, so the
+        sum holds one tile fewer than two `_mm`s."""
+        if PRECISION == "f16x3":
+            a_hi, a_lo = _f16_parts(a)
+            b_hi, b_lo = _f16_parts(b)
+            c_hi, c_lo = _f16_parts(c)
+            d_hi, d_lo = _f16_parts(d)
+            low = tl.dot(a_hi, b_lo, tl.dot(a_lo, b_hi, tl.dot(c_hi, d_lo, tl.dot(c_lo, d_hi))))
+            return tl.dot(a_hi, b_hi, tl.dot(c_hi, d_hi, low * (1.0 / 2048.0)))
+        else:
+            return tl.dot(a, b, input_precision=PRECISION) + tl.dot(c, d, input_precision=PRECISION)
+
+    @triton.jit
     def _columns(P: tl.constexpr, H: tl.constexpr, NH: tl.constexpr):
         """Logical column and validity of each register column of a layout (P, H, NH) (see `_layouts`)."""
         p = tl.arange(0, P)
@@ -179,7 +193,7 @@ if triton is not None:
         """Reverse of `_dense_jet` (wt = W^T): weight-gradient contributions and the gradients of its inputs."""
         gz = (gx - 2.0 * gdx * u * a) * d
         gu = gdx * d
-        gw = _mm(tl.trans(x), gz, PRECISION) + _mm(tl.trans(dx), gu, PRECISION)
+        gw = _mm_sum(tl.trans(x), gz, tl.trans(dx), gu, PRECISION)
         gb = tl.sum(gz, axis=0)
         gx_in = _mm(gz, wt, PRECISION)
         gdx_in = _mm(gu, wt, PRECISION)
