@@ -30,14 +30,7 @@ R_FLOOR = 0.5  # Å: the closest neighbour the environment bound covers (no Deep
 
 def float32_products(model, device: torch.device) -> str:
     """The products' scheme for `model`'s fused inference kernels on `device` ("f16x3" or "tf32x3")."""
-    if model.descriptor.dtype != torch.float32 or device.type != "cuda" or \
-            torch.cuda.get_device_capability(device) < (9, 0):
-        return "tf32x3"
-    reason = f16_range_problem(model)
-    if reason is not None:
-        log.info("float32 products as tf32x3, not f16x3: %s", reason)
-        return "tf32x3"
-    return "f16x3"
+    return _scheme(model.descriptor.dtype, device, lambda: f16_range_problem(model), "float32 products")
 
 
 def embedding_products(d, device: torch.device) -> str:
@@ -45,22 +38,35 @@ def embedding_products(d, device: torch.device) -> str:
     "f16x3" where the nets' weights and tangent bound stay within float16's range, "tf32x3" otherwise. Checked once,
     on the weights the trainer holds when it chooses its kernels (a --restart's are loaded after); the bound is far
     above the real values, which overflow float16 only in a training that has diverged, and then the trainer stops
-    on the NaN loss. The backward scales
-    each chunk's incoming gradients by a power of two, so a loss's gradients need no bound."""
-    if d.dtype != torch.float32 or device.type != "cuda" or torch.cuda.get_device_capability(device) < (9, 0):
+    on the NaN loss. The backward scales each chunk's incoming gradients by a power of two, so a loss's gradients
+    need no bound."""
+    return _scheme(d.dtype, device, lambda: _embedding_range_problem(d), "embedding products")
+
+
+def _scheme(dtype: torch.dtype, device: torch.device, problem, what: str) -> str:
+    """"f16x3" for float32 on the GPUs where it was measured, unless problem() names a reason against it."""
+    if dtype != torch.float32 or device.type != "cuda" or torch.cuda.get_device_capability(device) < (9, 0):
         return "tf32x3"
-    reason = _embedding_range_problem(d)
+    reason = problem()
     if reason is not None:
-        log.info("embedding products as tf32x3, not f16x3: %s", reason)
+        log.info("%s as tf32x3, not f16x3: %s", what, reason)
         return "tf32x3"
     return "f16x3"
 
 
-def _embedding_range_problem(d) -> str | None:
-    for layer in d.nets.layers:
-        largest = float(layer.matrix.detach().abs().max())
+def _weights_problem(matrices: list[Tensor]) -> str | None:
+    """A weight matrix whose largest entry leaves [WEIGHT_FLOOR, LIMIT], or None."""
+    for w in matrices:
+        largest = float(w.detach().abs().max())
         if not WEIGHT_FLOOR <= largest <= LIMIT:
-            return f"an embedding matrix of shape {tuple(layer.matrix.shape)} has largest entry {largest:.3g}"
+            return f"a weight matrix of shape {tuple(w.shape)} has largest entry {largest:.3g}"
+    return None
+
+
+def _embedding_range_problem(d) -> str | None:
+    reason = _weights_problem([layer.matrix for layer in d.nets.layers])
+    if reason is not None:
+        return reason
     tangent = embedding_bounds(d)[1]
     return f"the embedding tangent may reach {tangent:.3g}" if tangent > LIMIT else None
 
@@ -71,10 +77,9 @@ def f16_range_problem(model) -> str | None:
     matrices = [layer.matrix for layer in nets.layers]
     if not d.compressed:
         matrices += [layer.matrix for layer in d.nets.layers]
-    for w in matrices:
-        largest = float(w.detach().abs().max())
-        if not WEIGHT_FLOOR <= largest <= LIMIT:
-            return f"a weight matrix of shape {tuple(w.shape)} has largest entry {largest:.3g}"
+    reason = _weights_problem(matrices)
+    if reason is not None:
+        return reason
     g_max, tangent = embedding_bounds(d)
     r_max = environment_bound(d)
     t_max = r_max * g_max  # T = sum_j R_j G_j / nnei
