@@ -6,6 +6,8 @@ through the fitting nets: ~110 small kernels a water step for three 240-wide lay
 float64 step's profile, run 102). Here the forward pass, the input-gradient pass and their joint backward are
 written out layer by layer: one cuBLAS batched GEMM per product (every net at once) and one Triton kernel for each
 layer's elementwise work (bias, tanh, timestep, skip; in the backward the second derivative of tanh), ~45 launches.
+The forward's products may instead run as Triton GEMMs with that work as their epilogue (`Products` subclasses in
+`deeppot.kernels.fitting_gemm`: `TrainingProducts` in GPU training, `FusedProducts` in inference).
 
 Per hidden layer (h -> h', widths n -> m), with S DeePMD's skip (same width: h; doubled: [h, h]; else none) and
 idt 1 where the layer has no timestep:
@@ -20,6 +22,8 @@ Tests: tests/kernels/test_fitting.py (GPU, or Triton's interpreter on a CPU) aga
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 from torch import Tensor
@@ -254,9 +258,10 @@ class FittingJet(torch.autograd.Function):
     """(value, dvalue/dx) of every net on x, differentiable once: the backward is written out (module docstring)."""
 
     @staticmethod
-    def forward(ctx, x: Tensor, timesteps: tuple[bool, ...], *params: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(ctx, x: Tensor, timesteps: tuple[bool, ...], products: Products | None,
+                *params: Tensor) -> tuple[Tensor, Tensor]:
         hidden, w_out, b_out = _unpack(timesteps, params)
-        value, g0, kept, h_top = _forward(x, hidden, w_out, b_out)
+        value, g0, kept, h_top = _forward(x, hidden, w_out, b_out, products)
         ctx.timesteps, ctx.x_nets = timesteps, x.shape[0]
         ctx.save_for_backward(h_top, *params, *(t for layer in kept for t in layer))
         return value, g0
@@ -274,7 +279,7 @@ class FittingJet(torch.autograd.Function):
         if ctx.x_nets == 1 and x_bar.shape[0] > 1:
             x_bar = x_bar.sum(0, keepdim=True)
         flat = [t for dw, db, didt in grads for t in (dw, db, *(() if didt is None else (didt,)))]
-        return x_bar, None, *flat, dw_out, y_bar.sum(1, keepdim=True)
+        return x_bar, None, None, *flat, dw_out, y_bar.sum(1, keepdim=True)
 
 
 def _unpack(timesteps: tuple[bool, ...], params: tuple[Tensor, ...]):
@@ -294,16 +299,18 @@ def _flat_params(nets, k: int | None = None) -> tuple[tuple[bool, ...], list[Ten
     return timesteps, params if k is None else [p[k:k + 1] for p in params]
 
 
-def fit_all(nets, x: Tensor, k: int | None) -> tuple[Tensor, Tensor]:
+def fit_all(nets, x: Tensor, k: int | None, products: Products | None = None) -> tuple[Tensor, Tensor]:
     """`analytic.fit_with_input_grad`'s contract: every net on x (1 or nets, P, n_in) through `FittingJet`
-    where the kernels run; the reference otherwise (one net, another shape or activation, no Triton)."""
+    where the kernels run; the reference otherwise (one net, another shape or activation, no Triton). products:
+    the forward's (`Products` by default)."""
     if k is not None or x.dim() != 3 or not supports(nets) or x.dtype != nets.dtype or \
             not triton_available(x.device):
         return analytic.fit_with_input_grad(nets, x, k)
     timesteps, params = _flat_params(nets)
-    return FittingJet.apply(x, timesteps, *params)
+    return FittingJet.apply(x, timesteps, products, *params)
 
 
-def atomic_energy_and_grad(fitting, desc: Tensor, atype: Tensor) -> tuple[Tensor, Tensor]:
+def atomic_energy_and_grad(fitting, desc: Tensor, atype: Tensor, products: Products | None = None
+                           ) -> tuple[Tensor, Tensor]:
     """`analytic.atomic_energy_and_grad` with the nets through `fit_all` (the model's `fit_fn` in GPU training)."""
-    return analytic.atomic_energy_and_grad(fitting, desc, atype, fit=fit_all)
+    return analytic.atomic_energy_and_grad(fitting, desc, atype, fit=functools.partial(fit_all, products=products))

@@ -16,8 +16,10 @@ order, so x's rows are read from DRAM once (run 173, H200, f16x3 at 65,536 rows,
 - `product_t`: g_0 = gz W^T (dE/dD, no epilogue).
 Operands carry a leading nets dimension (stride 0 where one x serves every net). `value_and_input_grad`, the
 inference entry, runs `deeppot.kernels.fitting`'s forward with these products where `worth_it` says
-(`FusedProducts`), else with its cuBLAS ones. Tests: tests/kernels/test_fitting.py (GPU, or Triton's
-interpreter on a CPU) against the reference `analytic.fit_with_input_grad`.
+(`FusedProducts`), else with its cuBLAS ones. The training step's `fitting.FittingJet` takes them for its forward on
+small tiles (`TrainingProducts`; run 247, H200: water float32 0.848 -> 0.810 ms a step, copper 0.522 -> 0.512).
+Tests: tests/kernels/test_fitting.py (GPU, or Triton's interpreter on a CPU) against the reference
+`analytic.fit_with_input_grad` and, for the training products, against autograd through it.
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ TILES = {LAYER: dict(BM=128, BN=64, BK=32, num_warps=4, num_stages=4),
 # layer 0.30 against 0.27 on (64, 128, 32))
 F16X3_TILES = {k: dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3) for k in (LAYER, GRAD, NONE_EPILOGUE)}
 MIN_ROWS = 2048
+# A training batch's products (`TrainingProducts`, a few hundred rows) on small tiles, the fastest of run 246's
+# (H200, water's products at 128 rows a net, us, against cuBLAS's float32 kernels): the 1600-wide layer 14.5 against
+# 15.4 split along k, a 240-wide layer 3.8 against 6.9, dE/dD 5.5 against 11.0.
+SMALL_TILE = dict(BM=64, BN=32, BK=64, num_warps=4, num_stages=3)
 
 if triton is not None:
     import triton.language as tl
@@ -58,10 +64,11 @@ if triton is not None:
     def _gemm_kernel(x_ptr, w_ptr, wl_ptr, y_ptr, out_ptr, b_ptr, idt_ptr, src_ptr, a_ptr,
                      rows, m, x_net, x_row, w_net, w_k, w_m, s_net, s_row, n_src, K: tl.constexpr,
                      EPILOGUE: tl.constexpr, SKIP: tl.constexpr, HAS_IDT: tl.constexpr, WRITE_OUT: tl.constexpr,
-                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr = "tf32x3"):
+                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr,
+                     W_PARTS: tl.constexpr):
         """y = x W (nets, rows, m) for one (BM, BN) tile, x (nets or 1, rows, K) and W at strides (w_k, w_m):
-        W^T is W with its strides swapped. "f16x3": w and wl are W's float16 parts (`weight_parts`), x is split
-        here. Then the epilogue (module docstring); y and out are contiguous."""
+        W^T is W with its strides swapped. "f16x3": x is split here, and W too unless W_PARTS (then w and wl are
+        W's float16 parts, `weight_parts`). Then the epilogue (module docstring); y and out are contiguous."""
         net = tl.program_id(1).to(tl.int64)
         tile = tl.program_id(0)  # a row block's column tiles side by side: x's rows come from DRAM once, then L2
         row = (tile // tl.cdiv(m, BN)).to(tl.int64) * BM + tl.arange(0, BM)[:, None]
@@ -76,9 +83,13 @@ if triton is not None:
             w_ok = (kk[:, None] < K - k0) & (col < m)
             if PRECISION == "f16x3":  # two running sums: no per-step adds, W's parts straight from memory
                 x_hi, x_lo = _f16_parts(xt)
-                w_hi = tl.load(w_ptr + ws, mask=w_ok, other=0.0)
+                if W_PARTS:
+                    w_hi = tl.load(w_ptr + ws, mask=w_ok, other=0.0)
+                    w_lo = tl.load(wl_ptr + ws, mask=w_ok, other=0.0)
+                else:
+                    w_hi, w_lo = _f16_parts(tl.load(w_ptr + ws, mask=w_ok, other=0.0))
                 acc = tl.dot(x_hi, w_hi, acc)
-                lo = tl.dot(x_lo, w_hi, tl.dot(x_hi, tl.load(wl_ptr + ws, mask=w_ok, other=0.0), lo))
+                lo = tl.dot(x_lo, w_hi, tl.dot(x_hi, w_lo, lo))
             else:
                 acc = tl.dot(xt, tl.load(w_ptr + ws, mask=w_ok, other=0.0), acc, input_precision=PRECISION)
             xs += BK
@@ -122,9 +133,12 @@ def _net_stride(t: Tensor) -> int:
 
 
 def _launch(x: Tensor, w: Tensor, transposed: bool, epilogue: int, y: Tensor, out: Tensor, precision: str,
-            b=None, idt=None, src=None, a=None, skip: int = 0) -> None:
+            b=None, idt=None, src=None, a=None, skip: int = 0, training: bool = False) -> None:
+    """training: a training batch's product (`TrainingProducts`): small tiles, and with "f16x3" W split in the
+    kernel (its parts would be made anew every step) instead of read as parts made beforehand."""
     nets, rows, m = y.shape
-    if precision == "f16x3":  # W's parts, laid out as this product reads them
+    parts = precision == "f16x3" and not training
+    if parts:  # W's parts, laid out as this product reads them
         w, w_lo = weight_parts(w, transposed)  # runs 172-173
         transposed = False
     else:
@@ -132,41 +146,41 @@ def _launch(x: Tensor, w: Tensor, transposed: bool, epilogue: int, y: Tensor, ou
     w_k, w_m = (w.stride(2), w.stride(1)) if transposed else (w.stride(1), w.stride(2))
     assert x.stride(2) == 1 and x.shape[-1] == (w.shape[2] if transposed else w.shape[1])
     s = src if src is not None else y
-    tile = (F16X3_TILES if precision == "f16x3" else TILES)[epilogue]
+    tile = SMALL_TILE if training else (F16X3_TILES if precision == "f16x3" else TILES)[epilogue]
     grid = (triton.cdiv(m, tile["BN"]) * triton.cdiv(rows, tile["BM"]), nets)
     _gemm_kernel[grid](x, w, w_lo, y, out, y if b is None else b, y if idt is None else idt, s,
                        y if a is None else a, rows, m, _net_stride(x), x.stride(1), _net_stride(w), w_k, w_m,
                        _net_stride(s), s.stride(1) if s.shape[1] > 1 else 0, s.shape[-1], K=x.shape[-1],
                        EPILOGUE=epilogue, SKIP=skip, HAS_IDT=idt is not None, WRITE_OUT=out is not y,
-                       PRECISION=precision, **tile)
+                       PRECISION=precision, W_PARTS=parts, **tile)
 
 
 def _out_shape(x: Tensor, w: Tensor, m: int) -> tuple[int, int, int]:
     return max(x.shape[0], w.shape[0]), x.shape[1], m
 
 
-def layer_forward(h: Tensor, w: Tensor, b: Tensor, idt: Tensor | None, skip: int, precision: str = "tf32x3"
-                  ) -> tuple[Tensor, Tensor]:
+def layer_forward(h: Tensor, w: Tensor, b: Tensor, idt: Tensor | None, skip: int, precision: str = "tf32x3",
+                  training: bool = False) -> tuple[Tensor, Tensor]:
     """(a, h') of a hidden layer: `fitting._layer` over `h @ w` (h' is a itself without skip or timestep)."""
     a = h.new_empty(_out_shape(h, w, w.shape[2]))
     out = torch.empty_like(a) if skip != 0 or idt is not None else a
-    _launch(h, w, False, LAYER, a, out, precision, b=b, idt=idt, src=h, skip=skip)
+    _launch(h, w, False, LAYER, a, out, precision, b=b, idt=idt, src=h, skip=skip, training=training)
     return a, out
 
 
 def layer_grad(gz: Tensor, w: Tensor, src: Tensor, skip: int, a: Tensor, idt: Tensor | None,
-               precision: str = "tf32x3") -> tuple[Tensor, Tensor]:
+               precision: str = "tf32x3", training: bool = False) -> tuple[Tensor, Tensor]:
     """(g', gz') of the layer below: `fitting._grad` over gz W^T (W the layer above's, src its g')."""
     g = torch.empty_like(a)
     gz_new = torch.empty_like(a)
-    _launch(gz, w, True, GRAD, g, gz_new, precision, idt=idt, src=src, a=a, skip=skip)
+    _launch(gz, w, True, GRAD, g, gz_new, precision, idt=idt, src=src, a=a, skip=skip, training=training)
     return g, gz_new
 
 
-def product_t(gz: Tensor, w: Tensor, precision: str = "tf32x3") -> Tensor:
+def product_t(gz: Tensor, w: Tensor, precision: str = "tf32x3", training: bool = False) -> Tensor:
     """gz W^T (nets, rows, n): the first layer's input gradient."""
     y = gz.new_empty(_out_shape(gz, w, w.shape[1]))
-    _launch(gz, w, True, NONE_EPILOGUE, y, y, precision)
+    _launch(gz, w, True, NONE_EPILOGUE, y, y, precision, training=training)
     return y
 
 
@@ -174,20 +188,35 @@ class FusedProducts(fitting.Products):
     """`fitting.Products` with each product and its elementwise work as one kernel (the top layer's g' = src needs
     no product and keeps the base class's elementwise kernel); precision of the products: `_mm`'s."""
 
+    training = False
+
     def __init__(self, precision: str = "tf32x3") -> None:
         super().__init__()
         self.precision = precision
 
     def layer(self, h, w, b, idt, mode):
-        return layer_forward(h, w, b, idt, mode, self.precision)
+        return layer_forward(h, w, b, idt, mode, self.precision, self.training)
 
     def grad(self, gz, w, src, mode, a, idt):
         if gz is None:
             return super().grad(gz, w, src, mode, a, idt)
-        return layer_grad(gz, w, src, mode, a, idt, self.precision)
+        return layer_grad(gz, w, src, mode, a, idt, self.precision, self.training)
 
     def product_t(self, gz, w):
-        return product_t(gz, w, self.precision)
+        return product_t(gz, w, self.precision, self.training)
+
+
+class TrainingProducts(FusedProducts):
+    """The training step's forward products (value and input gradient, `fitting.FittingJet`) as f16x3 on small
+    tiles with their elementwise work: the weights change every step, so each kernel splits them itself. Its
+    backward keeps cuBLAS: those products multiply the loss's gradients, which float16's range does not bound.
+    For float32 nets on Hopper-class GPUs whose values `precision.float32_products` finds within float16's range
+    (`EnergyModel.use_fitting_kernel`)."""
+
+    training = True
+
+    def __init__(self) -> None:
+        super().__init__("f16x3")
 
 
 def value_and_input_grad(nets, x: Tensor, k: int | None, precision: str = "tf32x3") -> tuple[Tensor, Tensor]:

@@ -169,16 +169,21 @@ class EnergyModel(nn.Module):
         self.pair_grad_fn = pair_grad.pair_grad
         return True
 
-    def use_fitting_kernel(self, device: torch.device) -> bool:
+    def use_fitting_kernel(self, device: torch.device) -> str | None:
         """Swap in the fitting nets with the hand-written backward (`deeppot.kernels.fitting`) if Triton runs on
-        `device` and the nets qualify; returns whether it did."""
-        from deeppot.kernels import fitting
+        `device` and the nets qualify. Returns None where it did not, else what its forward's products run on:
+        "f16x3" (`fitting_gemm.TrainingProducts`: float32 nets within float16's range on a Hopper-class GPU,
+        unless TF32 is allowed) or "cuBLAS"."""
+        from deeppot.kernels import fitting, fitting_gemm, precision
         from deeppot.kernels.embedding import triton_available
 
         if not (triton_available(device) and fitting.supports(self.fitting.nets)):
-            return False
-        self.fit_fn = fitting.atomic_energy_and_grad
-        return True
+            return None
+        f16x3 = (self.fitting.dtype == torch.float32 and not torch.backends.cuda.matmul.allow_tf32
+                 and precision.float32_products(self, device) == "f16x3")
+        products = fitting_gemm.TrainingProducts() if f16x3 else None
+        self.fit_fn = functools.partial(fitting.atomic_energy_and_grad, products=products)
+        return "f16x3" if f16x3 else "cuBLAS"
 
     def use_forces_kernel(self, device: torch.device) -> bool:
         """Swap in forces and virial from dE/dr_ij as one Triton kernel each way (`deeppot.kernels.scatter`,

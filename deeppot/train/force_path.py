@@ -99,8 +99,10 @@ def pick_embedding(model, sampler, request: PathOptions, compiled: bool, memory:
         log.info("dE/dr_ij from dE/dT: fused Triton kernels")
     if not compiled and model.use_forces_kernel(device):
         log.info("forces and virial from dE/dr_ij: fused Triton kernels")
-    if not compiled and not memory.bf16 and model.use_fitting_kernel(device):  # bf16 autocasts the reference
-        log.info("fitting nets: hand-written backward (Triton kernels around cuBLAS)")
+    products = None if compiled or memory.bf16 else model.use_fitting_kernel(device)  # bf16 autocasts the reference
+    if products:
+        log.info("fitting nets: hand-written backward (Triton kernels; forward products: %s, backward: cuBLAS)",
+                 products)
     if request.fused_kernels or memory.bf16 or (not compiled and request.tf32) or \
             (compiled and not one_net_per_slot(model.descriptor)):
         use_fused(model, device, request.tf32)

@@ -5,6 +5,8 @@ interpreter)."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 from helpers import make_model, pairs_of, training_gradients
@@ -54,11 +56,22 @@ def value_grad_and_gradients(fit_fn, nets, x, weights):
 @pytest.mark.parametrize("resnet_dt", [True, False])
 @pytest.mark.parametrize("ntypes", [1, 3])
 def test_jet_and_its_backward_equal_autograd(dtype, shape, resnet_dt, ntypes):
+    check_jet(dtype, shape, resnet_dt, ntypes, None)
+
+
+@pytest.mark.parametrize("shape", ["water-like", "doubling", "wide-input"])
+@pytest.mark.parametrize("resnet_dt", [True, False])
+def test_jet_with_the_training_products_equals_autograd(shape, resnet_dt):
+    """The forward's products as f16x3 on small tiles, the weights split in the kernel (`TrainingProducts`)."""
+    check_jet(torch.float32, shape, resnet_dt, 3, fitting_gemm.TrainingProducts())
+
+
+def check_jet(dtype, shape, resnet_dt, ntypes, products):
     nets, x = nets_and_input(shape, ntypes, resnet_dt, dtype)
     gen = torch.Generator().manual_seed(11)
     weights = [torch.randn(ntypes, x.shape[1], k, generator=gen, dtype=dtype).to(DEVICE) for k in (1, x.shape[-1])]
     want = value_grad_and_gradients(analytic.fit_with_input_grad, nets, x, weights)
-    got = value_grad_and_gradients(fitting.fit_all, nets, x, weights)
+    got = value_grad_and_gradients(functools.partial(fitting.fit_all, products=products), nets, x, weights)
     names = ["x"] + [name for name, _ in nets.named_parameters()]
 
     def close(a, b, msg):
@@ -125,7 +138,8 @@ def test_training_gradients_through_the_jet(precision):
     model.fitting.all_nets_at_once = True  # the GPU branch, here on any device
     pairs = pairs_of(model, nframes=2).to(DEVICE)
     want_out, want = training_gradients(model, pairs, analytic=False)
-    assert model.use_fitting_kernel(DEVICE)
+    hopper = DEVICE.type == "cuda" and torch.cuda.get_device_capability() >= (9, 0)
+    assert model.use_fitting_kernel(DEVICE) == ("f16x3" if hopper and precision == "float32" else "cuBLAS")
     got_out, got = training_gradients(model, pairs, analytic=True)
     tol = TOL[model.fitting.dtype]
     for key in ("energy", "force", "virial"):

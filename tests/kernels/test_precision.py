@@ -29,7 +29,7 @@ def test_f16x3_is_only_chosen_on_the_gpus_where_it_was_measured():
 def test_large_or_vanishing_weights_keep_tf32x3():
     model = make_model(**WATER_NET)
     with torch.no_grad():
-        model.fitting.nets.layers[1].matrix[0, 0, 0] = 3e4
+        model.fitting.nets.layers[1].matrix[0, 0, 0] = 5e4
     assert "weight matrix" in precision.f16_range_problem(model)
     model = make_model(**WATER_NET)
     with torch.no_grad():
@@ -45,16 +45,28 @@ def test_the_training_embedding_takes_f16x3_only_within_float16s_range(monkeypat
     assert precision.embedding_products(d, cuda) == "f16x3"
     assert precision.embedding_products(make_model(**{**WATER_NET, "precision": "float64"}).descriptor,
                                         cuda) == "tf32x3"
-    with torch.no_grad():  # weights of ~30: each fits, but the tangent's bound (~2.5e4) does not
-        d.nets.layers[1].matrix.mul_(60)
-        d.nets.layers[2].matrix.mul_(60)
+    with torch.no_grad():  # weights of ~50: each fits, but the tangent's bound (~7e4) does not
+        d.nets.layers[1].matrix.mul_(100)
+        d.nets.layers[2].matrix.mul_(100)
     assert precision.embedding_products(d, cuda) == "tf32x3"
     d = make_model(**WATER_NET).descriptor
     with torch.no_grad():
-        d.nets.layers[0].matrix[0, 0, 0] = 3e4
+        d.nets.layers[0].matrix[0, 0, 0] = 5e4
     assert precision.embedding_products(d, cuda) == "tf32x3"
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device: (8, 0))
     assert precision.embedding_products(make_model(**WATER_NET).descriptor, cuda) == "tf32x3"
+
+
+def test_a_trained_models_environment_spread_fits():
+    """Statistics as the water example's data gives them (dstd down to ~0.08): the descriptor's bound, ~2.4e4, is
+    within the limit, so a trained model's products take f16x3 as a fresh one's do."""
+    model = make_model(**WATER_NET)
+    with torch.no_grad():
+        model.descriptor.dstd.fill_(0.08)
+        model.descriptor.davg.zero_()
+    g, _ = precision.embedding_bounds(model.descriptor)
+    assert 4 * (precision.environment_bound(model.descriptor) * g) ** 2 > 2.0**14  # over the old limit
+    assert precision.f16_range_problem(model) is None
 
 
 def test_a_tiny_environment_spread_keeps_tf32x3():
