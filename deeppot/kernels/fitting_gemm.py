@@ -81,7 +81,7 @@ if triton is not None:
         for k0 in range(0, K, BK):
             xt = tl.load(xs, mask=(row < rows) & (kk[None, :] < K - k0), other=0.0)
             w_ok = (kk[:, None] < K - k0) & (col < m)
-            if PRECISION == "f16x3":  # two running sums: no per-step adds, W's parts straight from memory
+            if PRECISION == "f16x3":  # two running sums: no per-step adds
                 x_hi, x_lo = _f16_parts(xt)
                 if W_PARTS:
                     w_hi = tl.load(w_ptr + ws, mask=w_ok, other=0.0)
