@@ -24,10 +24,9 @@ from torch import Tensor
 log = logging.getLogger(__name__)
 
 # The largest operand magnitude allowed: half of float16's largest finite value (65504). A split needs both parts
-# finite, and the low part (x - hi) 2^11 is at most |x| in size. A quarter (2^14) had kept trained water models on
-# tf32x3: with their data's statistics (dstd down to ~0.08) the descriptor's bound is ~2.4e4 (the water example's
-# model after training, benchmarks/results run 247), where the fresh models (dstd 1) that the benchmarks time stay
-# far below.
+# finite, and the low part (x - hi) 2^11 is at most |x| in size. A quarter (2^14) would keep the alloy trained on the
+# shared data on tf32x3: its data's statistics (dstd down to ~0.05) put its descriptor's bound (`descriptor_bound`)
+# at ~2.0e4 (benchmarks/results run 247), where fresh models (dstd 1), which the benchmarks time, stay far below.
 LIMIT = 2.0**15
 WEIGHT_FLOOR = 2.0**-12  # a matrix whose largest weight is below this keeps tf32x3 (its parts would be subnormal)
 R_FLOOR = 0.5  # Å: the closest neighbour the environment bound covers (no Deep Potential is trained closer)
