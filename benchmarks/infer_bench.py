@@ -8,7 +8,9 @@ Systems: the first frame of water/data_0 (192 atoms) and of copper/C11_C12_I_str
 sel 96), replicated r x r x r times, r the smallest with at least SIZE atoms (water 1,000,000 -> 18^3 cells =
 1,119,744 atoms; copper 1,000,000 -> 21^3 = 1,000,188); a case is named SYSTEM:PRECISION:NATOMS by its real count.
 Models: fresh weights ("weights": "random") from the model section of <inputs>/<system>_se_e2_a.json at the case's
-precision, saved as .dp for the peer. Modes, per size:
+precision, saved as .dp for the peer; or, with --models water:float32=PATH ..., those files ("weights": "file"): a
+trained model's data statistics set the range its float32 products are checked against, so time trained models too.
+Modes, per size:
   eval            deeppot.infer.DeepPot.eval: NumPy in and out, neighbour list built in every call;
   prebuilt_nlist  Evaluator.evaluate_neighbors on device tensors with the neighbour list built once (what MD uses);
                   nlist_ms is the time of one neighbour-list build; the peak counts the built list, not its build;
@@ -172,18 +174,23 @@ def frame_min_dist(data: Path, system: str) -> float:
 
 
 def save_models(args, model_dir: Path) -> dict[str, str]:
-    """Fresh models of every system and precision, saved as model_dir/SYSTEM_PRECISION.dp: {"sys:prec": path};
-    with --compress also SYSTEM_PRECISION_compressed.dp: {"sys:prec:compressed": path}."""
-    from deeppot.io import save_model
+    """Fresh models of every system and precision, saved as model_dir/SYSTEM_PRECISION.dp, or the files of
+    --models: {"sys:prec": path}; with --compress also SYSTEM_PRECISION_compressed.dp: {"sys:prec:compressed": path}."""
+    from deeppot.io import load_model, save_model
     from deeppot.io.compress import compress_model
 
     paths = {}
     for system in args.systems:
         for precision in args.precisions:
-            path = model_dir / f"{system}_{precision}.dp"
-            model = make_model(args.inputs, system, precision)
-            save_model(model, path)
-            paths[f"{system}:{precision}"] = str(path)
+            key = f"{system}:{precision}"
+            if key in args.models:  # the user's model, e.g. a trained one: its statistics set its float16 range
+                path = args.models[key]
+                model = load_model(path)
+            else:
+                path = model_dir / f"{system}_{precision}.dp"
+                model = make_model(args.inputs, system, precision)
+                save_model(model, path)
+            paths[key] = str(path)
             if args.compress:
                 model.min_nbor_dist.fill_(frame_min_dist(args.data, system))
                 path = model_dir / f"{system}_{precision}_compressed.dp"
@@ -260,7 +267,8 @@ def run_model(torch, args, system: str, precision: str, model_path: str, path_op
     for cell in supercells(args.data, system, args.sizes):
         natoms, reps = cell[0], cell[1]
         base = {"case": f"{system}:{precision}:{natoms}{variant}", "tool": "deeppot", "path": path, "system": system,
-                "precision": precision, "natoms": natoms, "replicas": reps, "weights": "random",
+                "precision": precision, "natoms": natoms, "replicas": reps,
+                "weights": "file" if f"{system}:{precision}" in args.models else "random",
                 "compressed": bool(variant), **info}
         for mode in args.modes:
             if time.perf_counter() > t_end:
@@ -390,10 +398,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--compress", action="store_true", help="also time compressed copies of the models "
                    "(cases SYSTEM:PRECISION:NATOMS:compressed)")
     p.add_argument("--model-dir", help="where the .dp models go (default: a temporary folder)")
+    p.add_argument("--models", nargs="+", default=[], metavar="SYSTEM:PRECISION=PATH",
+                   help="time these model files (e.g. trained ones, \"weights\": \"file\") instead of fresh models")
     p.add_argument("--skip-deeppot", action="store_true", help="run only the peer")
     p.add_argument("--summary", metavar="JSONL", help="print a table of a results file and exit")
     args = p.parse_args(argv)
     args.sizes = [int(s) for s in args.sizes]
+    pairs = [m.partition("=") for m in args.models]
+    if any(not sep or key.count(":") != 1 for key, sep, _ in pairs):
+        p.error("--models takes SYSTEM:PRECISION=PATH, e.g. water:float32=model.dp")
+    args.models = {key: path for key, _, path in pairs}
     args.systems = [s for text in args.systems for s in text.split(",") if s]
     unknown = set(args.systems) - set(SYSTEMS)
     if unknown:
