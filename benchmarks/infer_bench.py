@@ -412,6 +412,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     unknown = set(args.systems) - set(SYSTEMS)
     if unknown:
         p.error(f"unknown systems {sorted(unknown)}; known: {sorted(SYSTEMS)}")
+    unused = set(args.models) - {f"{s}:{q}" for s in args.systems for q in args.precisions}
+    if unused:  # a misspelt key would otherwise time a fresh model under the file's name
+        p.error(f"--models {sorted(unused)} match no --systems x --precisions case")
     return args
 
 
