@@ -73,7 +73,11 @@ def bytes_per_centre(model: EnergyModel, fused: bool) -> int:
     """A generous estimate of one centre's transient memory in a chunk (measured peaks sit below it)."""
     d, fit = model.descriptor, model.fitting
     nnei, m1, item = sum(d.sel), d.neuron[-1], d.dtype.itemsize
-    per_atom = item * (8 * m1 * d.axis_neuron + 8 * sum(fit.neuron))  # descriptor, fitting activations
+    # copies of the descriptor (D, dE/dD and the fitting's work on them) and of the fitting activations; the fused
+    # stage keeps fewer: its peaks were below a third of the estimate with 8 (98,304 water atoms in one chunk: 2.7
+    # GiB with the list, run 248), and its chunks of ~105,000 atoms cut 108,000-atom systems in two (run 249)
+    copies = 4 if fused else 8
+    per_atom = item * (copies * m1 * d.axis_neuron + 8 * sum(fit.neuron))
     # fused: the compressed kernels' rows (8 values a slot) fit in the margin (98,304 water atoms: 2.8 GB measured);
     # counting them split that system into chunks of ~96,000 and ~2,000 atoms on an 8 GiB budget, 11.9-12.7 ms a
     # call instead of 8.8 (runs 160-161)

@@ -120,8 +120,11 @@ def of_centre_type(types: np.ndarray, t: int) -> np.ndarray:
 
 
 def chunks(n: int, chunk_atoms: int) -> Iterator[tuple[int, int]]:
-    """(start, stop) of each chunk of `evaluate_flat`: n centres, chunk_atoms at a time."""
-    return ((start, min(start + chunk_atoms, n)) for start in range(0, n, chunk_atoms))
+    """(start, stop) of each chunk of `evaluate_flat`: n centres in the fewest chunks of at most chunk_atoms, of
+    equal sizes (to one): a last chunk of a few atoms would pay a whole chunk's launches and fixed costs for them
+    (108,000 copper atoms on a budget of 104,857 were chunks of 104,857 and 3,143)."""
+    count = -(-n // chunk_atoms)
+    return ((i * n // count, (i + 1) * n // count) for i in range(count))
 
 
 def reference_pair_data(flat: FlatNeighbors, start: int, stop: int, rcut: float, dtype: torch.dtype

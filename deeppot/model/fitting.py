@@ -33,7 +33,10 @@ def atomic_energy(descriptor: Tensor, atype: Tensor, nets: StackedMLP, bias: Ten
 
 
 def own_type_rows(per_type: Tensor, atype: Tensor) -> Tensor:
-    """Row i of per_type[atype_i]: (ntypes, nf*nloc, k), atype (nf, nloc) -> (nf*nloc, k); one gather."""
+    """Row i of per_type[atype_i]: (ntypes, nf*nloc, k), atype (nf, nloc) -> (nf*nloc, k); one gather, none for a
+    single type (its copy of dE/dD took 0.4 ms of a 108,000-atom copper call, run 249)."""
+    if per_type.shape[0] == 1:
+        return per_type.reshape(-1, per_type.shape[-1])
     rows = per_type.shape[1]
     pick = atype.reshape(-1).clamp(min=0) * rows + torch.arange(rows, device=per_type.device)
     return per_type.reshape(-1, per_type.shape[-1]).index_select(0, pick)

@@ -1,13 +1,16 @@
-"""Each chunk's centres of each type, as the fused pair stages take them: made once per neighbour data and kept
-(`FlatNeighbors.rows_by_type`), so that evaluating the data again needs no host sync for them (CPU, float64)."""
+"""`evaluate_flat`'s chunks of centres, and each chunk's centres of each type, as the fused pair stages take
+them: made once per neighbour data and kept (`FlatNeighbors.rows_by_type`), so that evaluating the data again
+needs no host sync for them (CPU, float64)."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 import torch
 from helpers import make_model, random_system
 
-from deeppot.infer.evaluate import FlatNeighbors, evaluate_flat, reference_pair_stage
+from deeppot.infer.evaluate import FlatNeighbors, chunks, evaluate_flat, reference_pair_stage
 from deeppot.model.energy_model import type_groups
 from deeppot.nlist import build_neighbor_data
 
@@ -81,7 +84,18 @@ def test_rows_found_on_the_host_are_those_of_the_device():
     flat = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
     host = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
     host.find_type_rows(atype.reshape(-1), 5, 3)
-    assert sorted(host.type_rows) == [(s, min(s + 5, 26), 3) for s in range(0, 26, 5)]
+    assert sorted(host.type_rows) == [(0, 4, 3), (4, 8, 3), (8, 13, 3), (13, 17, 3), (17, 21, 3), (21, 26, 3)]
     for start, stop, ntypes in host.type_rows:
         want = flat.rows_by_type(start, stop, ntypes)
         assert all(torch.equal(a, b) for a, b in zip(host.type_rows[(start, stop, ntypes)], want, strict=True))
+
+
+@pytest.mark.parametrize("n, limit", [(26, 5), (108_000, 104_857), (7, 7), (8, 7), (1, 100), (0, 3)])
+def test_chunks_are_the_fewest_and_even(n, limit):
+    """`evaluate_flat`'s chunks cover the centres in order, none over the limit, as few as the limit allows, and
+    their sizes differ by one at most (no chunk of a few atoms that pays a whole chunk's fixed costs)."""
+    parts = list(chunks(n, limit))
+    assert [a for a, _ in parts] == [0, *(b for _, b in parts)][:len(parts)] and (parts[-1][1] if parts else 0) == n
+    sizes = [b - a for a, b in parts]
+    assert all(0 < s <= limit for s in sizes) and len(parts) == math.ceil(n / limit)
+    assert not sizes or max(sizes) - min(sizes) <= 1

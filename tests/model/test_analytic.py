@@ -6,6 +6,8 @@ import pytest
 import torch
 from helpers import make_model, pairs_of, training_gradients
 
+from deeppot.model.fitting import own_type_rows
+
 
 @pytest.mark.parametrize(("type_one_side", "activation", "exclude", "resnet_dt"), [
     (True, "tanh", [], True), (False, "tanh", [[0, 1]], False), (True, "gelu", [], False),
@@ -87,3 +89,12 @@ def test_compiled_fitting_branch_with_split_products_equals_the_plain_one(monkey
 
     for got, want in zip(value_grad_and_gradients(True), value_grad_and_gradients(False), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5 * max(1.0, want.abs().max().item()))
+
+
+@pytest.mark.parametrize("ntypes", [1, 3])
+def test_own_type_rows_picks_each_atoms_own_nets_row(ntypes):
+    """Row i of (ntypes, rows, k) at atom i's type, virtual atoms (type -1) at type 0; one type needs no gather."""
+    atype = torch.tensor([[0, ntypes - 1, -1], [ntypes // 2, 0, ntypes - 1]])
+    per_type = torch.randn(ntypes, atype.numel(), 4, dtype=torch.float64)
+    want = torch.stack([per_type[max(int(t), 0), i] for i, t in enumerate(atype.reshape(-1))])
+    assert torch.equal(own_type_rows(per_type, atype), want)
