@@ -74,7 +74,7 @@ def bytes_per_centre(model: EnergyModel, fused: bool) -> int:
     d, fit = model.descriptor, model.fitting
     nnei, m1, item = sum(d.sel), d.neuron[-1], d.dtype.itemsize
     # copies of the descriptor (D, dE/dD and the fitting's work on them) and of the fitting activations; the fused
-    # stage keeps fewer: its peaks were below a third of the estimate with 8 (98,304 water atoms in one chunk: 2.7
+    # stage keeps fewer: its peaks were about a third of the estimate with 8 (98,304 water atoms in one chunk: 2.7
     # GiB with the list, run 248), and its chunks of ~105,000 atoms cut 108,000-atom systems in two (run 249)
     copies = 4 if fused else 8
     per_atom = item * (copies * m1 * d.axis_neuron + 8 * sum(fit.neuron))
