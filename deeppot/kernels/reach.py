@@ -30,11 +30,9 @@ import torch
 from torch import Tensor
 
 from deeppot.kernels import embedding
-from deeppot.kernels.env_rows import _block_starts
 from deeppot.model.descriptor import exclusion_mask
 
-__all__ = ["Reach", "add_tail", "add_tail_reference", "excluded_as_padding", "find_reach", "last_neighbors",
-           "last_neighbors_reference", "padding_terms", "tile_tops"]
+__all__ = ["Reach", "add_tail", "add_tail_reference", "excluded_as_padding", "find_reach", "padding_terms", "tile_tops"]
 
 
 def padding_terms(d) -> Tensor:
@@ -96,25 +94,15 @@ class Reach(NamedTuple):
 
 
 def find_reach(d, center_type: Tensor, neighbor_type: Tensor) -> Reach:
-    """The `Reach` of every centre's list; neighbor_type (n, nnei): -1 on padding. Each block's last neighbour by
-    one Triton kernel where it runs (`last_neighbors`; PyTorch's ~5 kernels took ~0.13 ms of a 98,304-atom water
-    call, run 249), else by `last_neighbors_reference`."""
-    if embedding.triton_available(neighbor_type.device) and neighbor_type.numel():
-        last = last_neighbors(tuple(d.sel), neighbor_type)
-    else:
-        last = last_neighbors_reference(tuple(d.sel), neighbor_type)
+    """The `Reach` of every centre's list; neighbor_type (n, nnei): -1 on padding."""
+    rank = _block_layout(tuple(d.sel), neighbor_type.device)[0]
+    used = torch.where(neighbor_type >= 0, rank, 0)
+    starts = [0, *accumulate(d.sel)]
+    last = torch.stack([used[:, starts[b]:starts[b + 1]].amax(1) for b in range(len(d.sel))], 1)
     reach = last
     if d.exclude_types:
         reach = last * (~d.excluded[center_type.long(), :len(d.sel)]).to(last.dtype)
     return Reach(reach.contiguous(), last.contiguous(), {})
-
-
-def last_neighbors_reference(sel: tuple[int, ...], neighbor_type: Tensor) -> Tensor:
-    """Per centre and block (n, nblocks) int32, one past the block's last slot that holds a neighbour (0 if none)."""
-    rank = _block_layout(sel, neighbor_type.device)[0]
-    used = torch.where(neighbor_type >= 0, rank, 0)
-    starts = [0, *accumulate(sel)]
-    return torch.stack([used[:, starts[b]:starts[b + 1]].amax(1) for b in range(len(sel))], 1)
 
 
 def full_reach(d, n: int, device: torch.device) -> Reach:
@@ -182,21 +170,6 @@ if embedding.triton is not None:
     import triton.language as tl
 
     @triton.jit
-    def _last_kernel(type_ptr, starts_ptr, last_ptr, n, nnei, NBLOCKS: tl.constexpr, ROWS: tl.constexpr,
-                     NNEI: tl.constexpr):
-        """`last_neighbors` of ROWS centres: per block, the most rank (one past the slot's place in its block) of
-        the slots that hold a neighbour."""
-        rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
-        j = tl.arange(0, NNEI)
-        ok = (rows < n)[:, None] & (j < nnei)[None, :]
-        used = tl.load(type_ptr + rows[:, None] * nnei + j[None, :], mask=ok, other=-1) >= 0
-        for b in tl.static_range(NBLOCKS):
-            lo = tl.load(starts_ptr + b)
-            hi = tl.load(starts_ptr + b + 1)
-            rank = tl.where(used & ((j >= lo) & (j < hi))[None, :], j[None, :] - lo + 1, 0)
-            tl.store(last_ptr + rows * NBLOCKS + b, tl.max(rank, axis=1).to(tl.int32), mask=rows < n)
-
-    @triton.jit
     def _tail_kernel(t_ptr, type_ptr, tops_ptr, first_ptr, table_ptr, rows_per_type, nnei,
                      ATOMS: tl.constexpr, KINDS: tl.constexpr, NB: tl.constexpr, W: tl.constexpr, WP: tl.constexpr):
         i = tl.program_id(0).to(tl.int64)
@@ -211,19 +184,6 @@ if embedding.triton is not None:
             tail += tl.load(table_ptr + row * W + col, mask=ok, other=0.0)
         t = tl.load(t_ptr + i * W + col, mask=ok)
         tl.store(t_ptr + i * W + col, t + tail / nnei, mask=ok)
-
-
-LAST_ROWS = 8  # centres a program of `last_neighbors`
-
-
-def last_neighbors(sel: tuple[int, ...], neighbor_type: Tensor) -> Tensor:
-    """`last_neighbors_reference` in one pass over the list (Triton), ROWS centres a program."""
-    n, nnei = neighbor_type.shape
-    last = torch.empty(n, len(sel), dtype=torch.int32, device=neighbor_type.device)
-    starts = _block_starts(sel, neighbor_type.device)  # made once: no copy inside a CUDA-graph capture
-    _last_kernel[(triton.cdiv(n, LAST_ROWS),)](neighbor_type.contiguous(), starts, last, n, nnei, NBLOCKS=len(sel),
-                                               ROWS=LAST_ROWS, NNEI=triton.next_power_of_2(nnei), num_warps=4)
-    return last
 
 
 def _tail_kernel_add(d, t_mat: Tensor, center_type: Tensor, tops: Tensor, atoms: int, per_type: int) -> Tensor:

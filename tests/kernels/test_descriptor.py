@@ -7,16 +7,7 @@ import torch
 from helpers import make_model, random_system
 
 from deeppot.infer.evaluate import FlatNeighbors, evaluate_flat, reference_pair_stage
-from deeppot.kernels.reach import (
-    add_tail,
-    add_tail_reference,
-    find_reach,
-    last_neighbors,
-    last_neighbors_reference,
-    padding_terms,
-    suffix_table,
-    tile_tops,
-)
+from deeppot.kernels.reach import add_tail, add_tail_reference, find_reach, padding_terms, suffix_table, tile_tops
 from deeppot.model import analytic
 from deeppot.nlist import build_neighbor_data
 
@@ -180,25 +171,6 @@ def test_atom_tiles_reading_shared_rows_equal_computing_them(monkeypatch, case):
     scale = grad_ref.abs().max()
     assert scale > 0
     torch.testing.assert_close(grad / scale, grad_ref / scale, **TOL[d.dtype])
-
-
-@pytest.mark.parametrize("sel", [(5,), (3, 7), (4, 1, 6), (40, 80)])
-def test_last_neighbours_by_the_kernel_equal_the_reference(sel):
-    """One past each block's last neighbour, per centre: padding inside and at the ends of blocks, empty and full
-    blocks and rows, a count of centres that is not a multiple of a program's rows."""
-    gen = torch.Generator().manual_seed(len(sel))
-    n, nnei = 21, sum(sel)
-    types = torch.randint(0, 3, (n, nnei), generator=gen)
-    types[torch.rand(n, nnei, generator=gen) < 0.4] = -1
-    types[0] = -1  # no neighbour at all
-    types[1] = 2  # every slot a neighbour
-    types[2, -1] = 0  # the last slot of the last block
-    types = types.to(DEVICE)
-    last = last_neighbors(sel, types)
-    assert last.dtype == torch.int32 and last.shape == (n, len(sel))
-    assert torch.equal(last, last_neighbors_reference(sel, types))
-    assert last[0].eq(0).all() and torch.equal(last[1].cpu(), torch.tensor(sel, dtype=torch.int32))
-    assert last[2, -1] == sel[-1]
 
 
 @pytest.mark.parametrize(("atoms", "per_type"), [(1, 0), (4, 2), (5, 0)])
