@@ -4,6 +4,7 @@ needs no host sync for them (CPU, float64)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -95,7 +96,8 @@ def test_chunks_are_the_fewest_and_even(n, limit):
     """`evaluate_flat`'s chunks cover the centres in order, none over the limit, as few as the limit allows, and
     their sizes differ by one at most (no chunk of a few atoms that pays a whole chunk's fixed costs)."""
     parts = list(chunks(n, limit))
-    assert [a for a, _ in parts] == [0, *(b for _, b in parts)][:len(parts)] and (parts[-1][1] if parts else 0) == n
+    bounds = [0, *(b for _, b in parts)]
+    assert parts == list(itertools.pairwise(bounds)) and bounds[-1] == n
     sizes = [b - a for a, b in parts]
     assert all(0 < s <= limit for s in sizes) and len(parts) == math.ceil(n / limit)
     assert not sizes or max(sizes) - min(sizes) <= 1
