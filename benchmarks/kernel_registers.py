@@ -76,6 +76,16 @@ TYPES = {torch.float32: "*fp32", torch.float64: "*fp64", torch.float16: "*fp16",
          torch.int64: "*i64"}
 
 
+def argument_type(a) -> str:
+    """Triton's type of a launch argument: a tensor's pointer, a TMA descriptor's block (`atom_tiles.HOLD_WEIGHTS`)
+    or an int32."""
+    if isinstance(a, torch.Tensor):
+        return TYPES[a.dtype]
+    if hasattr(a, "block_shape"):
+        return f"tensordesc<{TYPES[a.base.dtype][1:]}{list(a.block_shape)}>"
+    return "i32"
+
+
 def atom_tile_source(kernel: str, precision: str, tile: tuple[int, int, int], neuron: list[int], sel: list[int],
                      products: str = "tf32x3", rows: bool = False, aligned: bool = False) -> tuple[ASTSource, int]:
     """The inference atom-tile kernel ("t" or "grad", `deeppot.kernels.atom_tiles`) of a water-like se_e2_a model at
@@ -104,7 +114,7 @@ def atom_tile_source(kernel: str, precision: str, tile: tuple[int, int, int], ne
     args = [*tensors, *outputs, n, nnei, 1]
     fn = atom_tiles._tiled_t_kernel if kernel == "t" else atom_tiles._tiled_grad_kernel
     names = [a for a in fn.arg_names if a not in meta]
-    sig = {name: TYPES[a.dtype] if isinstance(a, torch.Tensor) else "i32" for name, a in zip(names, args, strict=True)}
+    sig = {name: argument_type(a) for name, a in zip(names, args, strict=True)}
     sig.update({name: "constexpr" for name in meta})
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(fn.arg_names) if sig[name].startswith("*")}
     return ASTSource(fn, sig, constexprs=meta, attrs=attrs if aligned else None), warps

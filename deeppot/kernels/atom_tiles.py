@@ -3,7 +3,8 @@
 One program per atom makes every embedding GEMM BLOCK (16-32) rows tall and holds the net's weights in registers
 (255 of them a thread: few programs fit on a multiprocessor). Here a program takes ATOMS consecutive centres and
 walks each neighbour-type block in chunks of SLOTS slots of every one of them, so a GEMM is ATOMS x SLOTS rows tall,
-and it re-reads the weights from cache every chunk instead of keeping them live (faster in both kernels, run 40).
+and it re-reads the weights from cache every chunk instead of keeping them live (faster in both kernels, run 40);
+with f16x3 products, W2's and W3's parts go to shared memory once a net by TMA instead (`HOLD_WEIGHTS`).
 Row r of a chunk is slot r % SLOTS of the program's atom r // SLOTS.
 
 - T: the per-atom contraction R^T G becomes one GEMM with a block-diagonal left side (row 4a + c holds column c
@@ -24,6 +25,8 @@ Tests: tests/kernels/test_descriptor.py (GPU, or Triton's interpreter on a CPU).
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 from torch import Tensor
@@ -46,6 +49,12 @@ F16X3_TILES = {"t": (4, 16, 4), "grad": (4, 16, 4)}
 # The gradient tiles push value and tangent through each layer as one stacked GEMM in float64 only: it spilled
 # fewer registers in ptxas for float32 too, but ran slower there (run 89: 12.0 -> 13.0 ms at 8 x 8).
 STACKED = {torch.float64}
+# The f16x3 kernels read W2's and W3's parts once a net, by TMA straight into shared memory, where the GEMMs take
+# them through all of the net's chunks (`_held_weights`). Loaded through registers every chunk (the weights would not
+# stay in shared memory across chunks otherwise), they took more time (run 250, H200, trained models, list prebuilt,
+# ms a call: water 11.93 -> 11.63, the gradient kernel 4.39 -> 4.11; copper 10.72 -> 10.28; the alloy 14.63 ->
+# 14.27; the same outputs). TMA loads every chunk instead, each waited for before its GEMM, were slower (water 12.68).
+HOLD_WEIGHTS = True
 # Precisions whose kernels read each slot's environment row from `env_rows.env_rows_once` (made once, one slot a
 # lane) instead of computing it in every thread that holds the row: sm_90 SASS of water's float32 f16x3 (4, 16, 4)
 # loops, T 3,842 -> 2,813 instructions (88 B spilled -> 0), gradient 4,509 -> 3,335; float64's (2, 8, 4) loops do
@@ -60,9 +69,18 @@ def covers(dtype: torch.dtype, kernel: str) -> bool:
 if embedding.triton is not None:
     import triton
     import triton.language as tl
+    from triton.tools.tensor_descriptor import TensorDescriptor
 
     from deeppot.kernels.activation import _tanh
-    from deeppot.kernels.embedding import _columns, _dense_jet, _jet_outputs, _mm, _net_weights
+    from deeppot.kernels.embedding import (
+        _columns,
+        _dense_jet,
+        _jet_outputs,
+        _load_parts,
+        _mm,
+        _net_vectors,
+        _net_weights,
+    )
     from deeppot.kernels.env_rows import _chunk_rows, _dense, _store_four
 
     @triton.jit
@@ -115,7 +133,8 @@ if embedding.triton is not None:
                         N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
                         L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                         NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
-                        RT: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, ROWS: tl.constexpr):
+                        RT: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, ROWS: tl.constexpr,
+                        HOLD: tl.constexpr):
         first, owner, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
         trow = tl.arange(0, RT)  # the 4 x ATOMS rows of T (RT >= 16 of them, the rest zero padding)
@@ -128,10 +147,16 @@ if embedding.triton is not None:
                     k = b if ONE_SIDE else tc + b * NTYPES
                     start = tl.load(starts_ptr + b)
                     top = tl.load(top_ptr + (tl.program_id(0) * (1 if ONE_SIDE else NTYPES) + tc) * NTYPES + b)
+                    if HOLD:  # W2's and W3's parts into shared memory once a net (`HOLD_WEIGHTS`)
+                        w2 = _load_parts(w2_ptr, k, L1[0], L2[0])
+                        w3 = _load_parts(w3_ptr, k, L2[0], L3[0])
                     for j0 in range(0, MAX_SEL, SLOTS):
                         if j0 < top:
-                            w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k,
-                                                                  N1, N2, N3, L1, L2, L3, PRECISION)
+                            if HOLD:
+                                w1, b1, b2, b3 = _net_vectors(w1_ptr, b1_ptr, b2_ptr, b3_ptr, k, N1, N2, N3, L1, L2, L3)
+                            else:
+                                w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr,
+                                                                      k, N1, N2, N3, L1, L2, L3, PRECISION)
                             acc = _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype,
                                            start + j0 + lane, mine & (j0 + lane < top), nnei, nstat, corner,
                                            w1, b1, w2, b2, w3, b3, SKIP2, SKIP3, PRECISION, ROWS)
@@ -177,7 +202,7 @@ if embedding.triton is not None:
                            L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                            NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
                            MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, STACK: tl.constexpr,
-                           ROWS: tl.constexpr):
+                           ROWS: tl.constexpr, HOLD: tl.constexpr):
         # tb_c (ATOMS, M1): row c of the program's atoms' t_bar / nnei
         first, _, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
@@ -189,10 +214,16 @@ if embedding.triton is not None:
                     k = b if ONE_SIDE else tc + b * NTYPES
                     start = tl.load(starts_ptr + b)
                     top = tl.load(top_ptr + (tl.program_id(0) * (1 if ONE_SIDE else NTYPES) + tc) * NTYPES + b)
+                    if HOLD:  # W2's and W3's parts into shared memory once a net (`HOLD_WEIGHTS`)
+                        w2 = _load_parts(w2_ptr, k, L1[0], L2[0])
+                        w3 = _load_parts(w3_ptr, k, L2[0], L3[0])
                     for j0 in range(0, MAX_SEL, SLOTS):
                         if j0 < top:
-                            w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k,
-                                                                  N1, N2, N3, L1, L2, L3, PRECISION)
+                            if HOLD:
+                                w1, b1, b2, b3 = _net_vectors(w1_ptr, b1_ptr, b2_ptr, b3_ptr, k, N1, N2, N3, L1, L2, L3)
+                            else:
+                                w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr,
+                                                                      k, N1, N2, N3, L1, L2, L3, PRECISION)
                             _grad_chunk(rij_ptr, stat_ptr, geo_ptr, rows_ptr, q_ptr, centre, ctype,
                                         start + j0 + lane, mine & (j0 + lane < top), nnei, nstat,
                                         tb0, tb1, tb2, tb3, w1, b1, w2, b2, w3, b3, ATOMS, SLOTS, SKIP2, SKIP3,
@@ -214,11 +245,31 @@ def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str
     if rij.dtype == torch.float64:  # see the module's docstring
         tensors[1] = center_type.to(torch.int64)
     meta.update(ATOMS=atoms, SLOTS=slots, num_warps=warps, ROWS=rows is not None)
+    meta["HOLD"] = HOLD_WEIGHTS and meta["PRECISION"] == "f16x3" and _has_tma(rij.device)
+    if meta["HOLD"]:
+        _held_weights(tensors, meta)
     if kernel == "t":  # rows of the T accumulator: 4 an atom, at least 16 (the GEMM's smallest M)
         meta["RT"] = max(16, triton.next_power_of_2(4 * atoms))
     else:
         meta["STACK"] = rij.dtype in STACKED
     return [*tensors, tensors[0] if rows is None else rows], meta, tops
+
+
+def _has_tma(device: torch.device) -> bool:
+    """TMA is sm_90's and newer's (f16x3 can be asked for elsewhere); Triton's interpreter on a CPU runs it too."""
+    return device.type != "cuda" or _capability(device.index) >= (9, 0)
+
+
+@functools.cache
+def _capability(index: int | None) -> tuple[int, int]:
+    return torch.cuda.get_device_capability(index)
+
+
+def _held_weights(tensors: list, meta: dict) -> None:
+    """W2's and W3's float16 parts (`precision.padded_parts`: (nets, 2, P_in, P_out)) as TMA descriptors of one
+    part a block, in place in the kernel's arguments, whose last six are the nets' (`net_args`)."""
+    for at, p_in, p_out in ((-4, meta["L1"][0], meta["L2"][0]), (-2, meta["L2"][0], meta["L3"][0])):
+        tensors[at] = TensorDescriptor.from_tensor(tensors[at].reshape(-1, p_out), [p_in, p_out])
 
 
 def _per_type(d) -> int:

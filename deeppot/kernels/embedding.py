@@ -39,7 +39,7 @@ try:
 except ImportError:  # CPU-only installs: the PyTorch path is used
     triton = None
 else:
-    from deeppot.kernels.activation import _tanh
+    from deeppot.kernels.activation import _PTX, _tanh
 
     # The training kernels' float64 tanh keeps libdevice's exp and the IEEE division: with the branch-free one
     # (`deeppot.kernels.activation`), which made the float64 inference kernels 30-40% faster, ptxas spilled 3,272 B
@@ -91,7 +91,13 @@ if triton is not None:
         float16's range) at twice the tensor cores' rate."""
         if PRECISION == "f16x3":
             a_hi, a_lo = _f16_parts(a)
-            if b.dtype == tl.float16:  # a weight's parts made beforehand, joined (`_load_parts`)
+            if _PTX:  # a tuple: a weight's parts made beforehand, read by TMA (`_load_parts`)
+                pair: tl.constexpr = isinstance(b, tl.tuple)
+            else:  # the interpreter's tuples are Python's (`tuple` is no name the compiler knows)
+                pair: tl.constexpr = isinstance(b, tuple)
+            if pair:
+                b_hi, b_lo = b[0], b[1]
+            elif b.dtype == tl.float16:  # a weight's parts made beforehand, joined (`_load_parts`)
                 b_hi, b_lo = tl.split(b)
             else:
                 b_hi, b_lo = _f16_parts(b)
@@ -131,9 +137,14 @@ if triton is not None:
     @triton.jit
     def _load_parts(ptr, k, PI: tl.constexpr, PO: tl.constexpr):
         """A weight matrix's float16 parts as laid out in registers (`precision.padded_parts`: net k's (2, PI, PO),
-        padding included), joined along a last axis of (hi, lo) for `_mm`: whole 16-byte loads, no masks."""
-        at = k * 2 * PI * PO + tl.arange(0, PI)[:, None] * PO + tl.arange(0, PO)[None, :]
-        return tl.join(tl.load(ptr + at), tl.load(ptr + PI * PO + at))
+        padding included), joined along a last axis of (hi, lo) for `_mm`: whole 16-byte loads, no masks. From a
+        TMA descriptor of (PI, PO) blocks over the parts' rows, the tuple (hi, lo), which the compiler copies into
+        shared memory, where the GEMMs read it (`atom_tiles.HOLD_WEIGHTS`)."""
+        if isinstance(ptr, tl.tensor_descriptor):
+            return ptr.load([2 * k * PI, 0]), ptr.load([(2 * k + 1) * PI, 0])
+        else:
+            at = k * 2 * PI * PO + tl.arange(0, PI)[:, None] * PO + tl.arange(0, PO)[None, :]
+            return tl.join(tl.load(ptr + at), tl.load(ptr + PI * PO + at))
 
     @triton.jit
     def _load_vector(ptr, k, N: tl.constexpr, P: tl.constexpr, H: tl.constexpr, NH: tl.constexpr):
@@ -209,6 +220,14 @@ if triton is not None:
         atom, blk = pid // nblocks, pid % nblocks
         start = tl.load(starts_ptr + blk)
         return pid, atom, start, tl.load(starts_ptr + blk + 1) - start, tl.load(net_ptr + pid)
+
+    @triton.jit
+    def _net_vectors(w1_ptr, b1_ptr, b2_ptr, b3_ptr, k, N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr,
+                     L1: tl.constexpr, L2: tl.constexpr, L3: tl.constexpr):
+        """Net k's first layer's weights and its biases in the layers' register layouts (`_net_weights` without
+        W2 and W3)."""
+        return (_load_vector(w1_ptr, k, N1, L1[0], L1[1], L1[2]), _load_vector(b1_ptr, k, N1, L1[0], L1[1], L1[2]),
+                _load_vector(b2_ptr, k, N2, L2[0], L2[1], L2[2]), _load_vector(b3_ptr, k, N3, L3[0], L3[1], L3[2]))
 
     @triton.jit
     def _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1: tl.constexpr, N2: tl.constexpr,

@@ -150,6 +150,31 @@ def test_atom_tiles_equal_one_atom_kernels(monkeypatch, atoms, slots, case):
     torch.testing.assert_close(grad / scale, grad_ref / scale, **TOL[d.dtype])
 
 
+@pytest.mark.parametrize("case", [3, 5])
+def test_atom_tiles_holding_weights_equal_loading_them(monkeypatch, case):
+    """f16x3 atom tiles holding W2's and W3's parts in shared memory (TMA descriptors, `HOLD_WEIGHTS`) give what
+    the tiles loading them every chunk give, and equal the one-atom kernels' T and dE/dr_ij."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from deeppot.kernels import atom_tiles
+
+    model, rij, _, center_type, _ = chunk_of(*CASES[case], seed=5)
+    d = model.descriptor
+    t_bar = torch.randn(len(center_type), 4, d.neuron[-1], generator=torch.Generator().manual_seed(2)).to(DEVICE)
+    outputs = {}
+    for hold in (True, False):
+        monkeypatch.setattr(atom_tiles, "HOLD_WEIGHTS", hold)
+        tensors = atom_tiles._tiled_args(d, rij, center_type, "f16x3", "t", None)[0]
+        assert sum(isinstance(a, TensorDescriptor) for a in tensors) == (2 if hold else 0)
+        outputs[hold] = (atom_tiles.descriptor_t(d, rij, center_type, "f16x3"),
+                         atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, "f16x3"))
+    references = (kernels.one_atom_t(d, rij, center_type), kernels.one_atom_pair_grad(d, rij, center_type, t_bar))
+    for held, loaded, reference in zip(outputs[True], outputs[False], references, strict=True):
+        scale = reference.abs().max()
+        torch.testing.assert_close(held, loaded, rtol=0, atol=1e-6 * scale)
+        torch.testing.assert_close(held / scale, reference / scale, **TOL[d.dtype])
+
+
 @pytest.mark.parametrize("case", [2, 3, 4])
 def test_atom_tiles_reading_shared_rows_equal_computing_them(monkeypatch, case):
     """With the slots' environment rows made once (`shared_rows`, for tiles of another shape in each kernel, so that
