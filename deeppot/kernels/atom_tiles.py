@@ -52,8 +52,8 @@ STACKED = {torch.float64}
 # The f16x3 kernels read W2's and W3's parts once a net, by TMA straight into shared memory, where the GEMMs take
 # them through all of the net's chunks (`_held_weights`). Loaded through registers every chunk (the weights would not
 # stay in shared memory across chunks otherwise), they took more time (run 250, H200, trained models, list prebuilt,
-# ms a call: water 11.93 -> 11.63, the gradient kernel 4.39 -> 4.11; copper 10.72 -> 10.28; the alloy 14.63 ->
-# 14.27; the same outputs). TMA loads every chunk instead, each waited for before its GEMM, were slower (water 12.68).
+# medians, ms a call: water 11.93 -> 11.62, the gradient kernel 4.39 -> 4.11; copper 10.69 -> 10.27; the alloy
+# 14.65 -> 14.26; the same outputs). TMA loads every chunk instead, each waited for before its GEMM, were slower.
 HOLD_WEIGHTS = True
 # Precisions whose kernels read each slot's environment row from `env_rows.env_rows_once` (made once, one slot a
 # lane) instead of computing it in every thread that holds the row: sm_90 SASS of water's float32 f16x3 (4, 16, 4)
