@@ -26,13 +26,12 @@ Tests: tests/kernels/test_descriptor.py (GPU, or Triton's interpreter on a CPU).
 
 from __future__ import annotations
 
-import functools
-
 import torch
 from torch import Tensor
 
 from deeppot.kernels import embedding
 from deeppot.kernels.env_rows import back_to_pairs, env_rows_once, net_args
+from deeppot.kernels.precision import hopper_or_newer
 from deeppot.kernels.reach import Reach, add_tail, tile_tops
 
 # (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms; float32:
@@ -257,12 +256,7 @@ def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str
 
 def _has_tma(device: torch.device) -> bool:
     """TMA is sm_90's and newer's (f16x3 can be asked for elsewhere); Triton's interpreter on a CPU runs it too."""
-    return device.type != "cuda" or _capability(device.index) >= (9, 0)
-
-
-@functools.cache
-def _capability(index: int | None) -> tuple[int, int]:
-    return torch.cuda.get_device_capability(index)
+    return device.type != "cuda" or hopper_or_newer(device.index)
 
 
 def _held_weights(tensors: list, meta: dict) -> None:

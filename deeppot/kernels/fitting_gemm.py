@@ -24,14 +24,12 @@ Tests: tests/kernels/test_fitting.py (GPU, or Triton's interpreter on a CPU) aga
 
 from __future__ import annotations
 
-import functools
-
 import torch
 from torch import Tensor
 
 from deeppot.kernels import fitting
 from deeppot.kernels.embedding import triton, triton_available
-from deeppot.kernels.precision import weight_parts
+from deeppot.kernels.precision import hopper_or_newer, weight_parts
 from deeppot.model import analytic
 
 NONE_EPILOGUE, LAYER, GRAD = 0, 1, 2
@@ -120,12 +118,7 @@ def worth_it(x: Tensor) -> bool:
     and TF32 not allowed. With it allowed (the `tf32` opt-in, `Evaluator.gemm_precision`), cuBLAS's one-pass TF32
     products are what was asked for and measured (run 98), not these float32-level three passes."""
     return (triton is not None and x.is_cuda and x.dtype == torch.float32 and x.shape[1] >= MIN_ROWS
-            and not torch.backends.cuda.matmul.allow_tf32 and _hopper_or_newer(x.device.index))
-
-
-@functools.cache
-def _hopper_or_newer(index: int) -> bool:
-    return torch.cuda.get_device_capability(index) >= (9, 0)
+            and not torch.backends.cuda.matmul.allow_tf32 and hopper_or_newer(x.device.index))
 
 
 def _net_stride(t: Tensor) -> int:

@@ -47,6 +47,13 @@ def embedding_products(d, device: torch.device) -> str:
     return _scheme(d.dtype, device, lambda: _embedding_range_problem(d), "embedding products")
 
 
+@functools.cache
+def hopper_or_newer(index: int) -> bool:
+    """Whether CUDA device `index` is of compute capability 9.0 or newer (Hopper class: warp-group GEMMs, TMA),
+    where the fused float32 products were measured; cached for the launch paths (`_scheme` asks anew, once a model)."""
+    return torch.cuda.get_device_capability(index) >= (9, 0)
+
+
 def _scheme(dtype: torch.dtype, device: torch.device, problem, what: str) -> str:
     """"f16x3" for float32 on the GPUs where it was measured, unless problem() names a reason against it."""
     if dtype != torch.float32 or device.type != "cuda" or torch.cuda.get_device_capability(device) < (9, 0):
