@@ -31,7 +31,7 @@ from torch import Tensor
 
 from deeppot.kernels import embedding
 from deeppot.kernels.env_rows import back_to_pairs, env_rows_once, net_args
-from deeppot.kernels.precision import hopper_or_newer
+from deeppot.kernels.precision import hopper_or_newer, within_stacked_limit
 from deeppot.kernels.reach import Reach, add_tail, tile_tops
 
 # (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms; float32:
@@ -54,6 +54,13 @@ STACKED = {torch.float64}
 # medians, ms a call: water 11.93 -> 11.62, the gradient kernel 4.39 -> 4.11; copper 10.69 -> 10.27; the alloy
 # 14.65 -> 14.26; the same outputs). TMA loads every chunk instead, each waited for before its GEMM, were slower.
 HOLD_WEIGHTS = True
+# The held layers whose two parts are one shared-memory tile [hi; lo], multiplied by two GEMMs of twice the depth
+# (`embedding._mm_stacked`) instead of three with a wait and a rescale between each: T's layers take values
+# (|x| < 2 after tanh and skip), the gradient's second layer also the tangent (1 - x^2) w1, at most |W1| in size
+# (`_one_box`). Run 251 (H200, trained models, list prebuilt, ms a call, this / two tiles a layer): water 11.53,
+# 11.56 / 11.69, 11.71 (the gradient kernel 3.99, 4.03 / 4.14, 4.14; T 3.38, 3.41 / 3.44, 3.44); copper 10.17,
+# 10.21 / 10.33, 10.35; the gradient's third layer in one tile too: 4.31-4.35 ms (ptxas: 292 B spilled, not 204).
+ONE_BOX = {"t": (2, 3), "grad": (2,)}
 # Precisions whose kernels read each slot's environment row from `env_rows.env_rows_once` (made once, one slot a
 # lane) instead of computing it in every thread that holds the row: sm_90 SASS of water's float32 f16x3 (4, 16, 4)
 # loops, T 3,842 -> 2,813 instructions (88 B spilled -> 0), gradient 4,509 -> 3,335; float64's (2, 8, 4) loops do
@@ -246,7 +253,7 @@ def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str
     meta.update(ATOMS=atoms, SLOTS=slots, num_warps=warps, ROWS=rows is not None)
     meta["HOLD"] = HOLD_WEIGHTS and meta["PRECISION"] == "f16x3" and _has_tma(rij.device)
     if meta["HOLD"]:
-        _held_weights(tensors, meta)
+        _held_weights(tensors, meta, _one_box(d, kernel))
     if kernel == "t":  # rows of the T accumulator: 4 an atom, at least 16 (the GEMM's smallest M)
         meta["RT"] = max(16, triton.next_power_of_2(4 * atoms))
     else:
@@ -259,11 +266,23 @@ def _has_tma(device: torch.device) -> bool:
     return device.type != "cuda" or hopper_or_newer(device.index)
 
 
-def _held_weights(tensors: list, meta: dict) -> None:
-    """W2's and W3's float16 parts (`precision.padded_parts`: (nets, 2, P_in, P_out)) as TMA descriptors of one
-    part a block, in place in the kernel's arguments, whose last six are the nets' (`net_args`)."""
-    for at, p_in, p_out in ((-4, meta["L1"][0], meta["L2"][0]), (-2, meta["L2"][0], meta["L3"][0])):
-        tensors[at] = TensorDescriptor.from_tensor(tensors[at].reshape(-1, p_out), [p_in, p_out])
+def _one_box(d, kernel: str) -> tuple[int, ...]:
+    """The layers of `ONE_BOX` whose inputs stay within `precision.STACKED_LIMIT`: the gradient kernel's second
+    layer takes the tangent (1 - x^2) w1."""
+    layers = ONE_BOX.get(kernel, ())
+    if kernel == "grad" and layers:
+        assert layers == (2,), "the gradient's third layer takes a tangent that |W1| does not bound"
+        return layers if within_stacked_limit(d.nets.layers[0].matrix) else ()
+    return layers
+
+
+def _held_weights(tensors: list, meta: dict, one_box: tuple[int, ...]) -> None:
+    """W2's and W3's float16 parts (`precision.padded_parts`: (nets, 2, P_in, P_out)) as TMA descriptors, in place
+    in the kernel's arguments, whose last six are the nets' (`net_args`): blocks of one part, or of both for the
+    layers in one_box."""
+    for layer, at, p_in, p_out in ((2, -4, meta["L1"][0], meta["L2"][0]), (3, -2, meta["L2"][0], meta["L3"][0])):
+        box = [(2 if layer in one_box else 1) * p_in, p_out]
+        tensors[at] = TensorDescriptor.from_tensor(tensors[at].reshape(-1, p_out), box)
 
 
 def _per_type(d) -> int:

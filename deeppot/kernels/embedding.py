@@ -95,16 +95,41 @@ if triton is not None:
                 pair: tl.constexpr = isinstance(b, tl.tuple)
             else:  # the interpreter's tuples are Python's (`tuple` is no name the compiler knows)
                 pair: tl.constexpr = isinstance(b, tuple)
-            if pair:
-                b_hi, b_lo = b[0], b[1]
-            elif b.dtype == tl.float16:  # a weight's parts made beforehand, joined (`_load_parts`)
-                b_hi, b_lo = tl.split(b)
-            else:
+            if pair:  # a held weight's parts, two shared-memory tiles (`_load_parts`)
+                return _mm_parts(a_hi, a_lo, b[0], b[1])
+            elif b.dtype != tl.float16:  # float32 weights, split here
                 b_hi, b_lo = _f16_parts(b)
-            c = tl.dot(a_hi, b_lo, tl.dot(a_lo, b_hi))
-            return tl.dot(a_hi, b_hi, c * (1.0 / 2048.0))
+                return _mm_parts(a_hi, a_lo, b_hi, b_lo)
+            elif len(b.shape) == 2:  # a held weight's parts in one shared-memory tile, [hi; lo] (`_load_parts`)
+                return _mm_stacked(a_hi, a_lo, b)
+            else:  # a weight's parts made beforehand, joined along a last axis (`_load_parts`)
+                b_hi, b_lo = tl.split(b)
+                return _mm_parts(a_hi, a_lo, b_hi, b_lo)
         else:
             return tl.dot(a, b, input_precision=PRECISION)
+
+    @triton.jit
+    def _mm_parts(a_hi, a_lo, b_hi, b_lo):
+        """f16x3's three products from both operands' parts."""
+        c = tl.dot(a_hi, b_lo, tl.dot(a_lo, b_hi))
+        return tl.dot(a_hi, b_hi, c * (1.0 / 2048.0))
+
+    @triton.jit
+    def _k_concat(x, y):
+        """[x | y] along the last axis."""
+        rows: tl.constexpr = x.shape[0]
+        k: tl.constexpr = x.shape[1]
+        return tl.reshape(tl.permute(tl.join(x, y), (0, 2, 1)), (rows, 2 * k))
+
+    @triton.jit
+    def _mm_stacked(a_hi, a_lo, b):
+        """a @ W in f16x3 from a's parts and W's parts stacked along k in one shared-memory tile b = [hi; lo]: two
+        GEMMs of twice the depth, [a_lo | a_hi] @ b and [2^11 a_hi | 0] @ b, into one accumulator, where three of
+        single depth wait for each other, with a rescale between. 2^11 a_hi is exact and finite for |a| up to
+        `precision.STACKED_LIMIT`."""
+        c = tl.dot(_k_concat(a_lo, a_hi), b)
+        c = tl.dot(_k_concat(a_hi * 2048.0, tl.zeros_like(a_hi)), b, c)
+        return c * (1.0 / 2048.0)
 
     @triton.jit
     def _mm_sum(a, b, c, d, PRECISION: tl.constexpr):
@@ -139,9 +164,14 @@ if triton is not None:
         """A weight matrix's float16 parts as laid out in registers (`precision.padded_parts`: net k's (2, PI, PO),
         padding included), joined along a last axis of (hi, lo) for `_mm`: whole 16-byte loads, no masks. From a
         TMA descriptor of (PI, PO) blocks over the parts' rows, the tuple (hi, lo), which the compiler copies into
-        shared memory, where the GEMMs read it (`atom_tiles.HOLD_WEIGHTS`)."""
+        shared memory, where the GEMMs read it (`atom_tiles.HOLD_WEIGHTS`); of (2 PI, PO) blocks, the one tile
+        [hi; lo] (`atom_tiles.ONE_BOX`)."""
         if isinstance(ptr, tl.tensor_descriptor):
-            return ptr.load([2 * k * PI, 0]), ptr.load([(2 * k + 1) * PI, 0])
+            one: tl.constexpr = ptr.block_shape[0] == 2 * PI
+            if one:
+                return ptr.load([2 * k * PI, 0])
+            else:
+                return ptr.load([2 * k * PI, 0]), ptr.load([(2 * k + 1) * PI, 0])
         else:
             at = k * 2 * PI * PO + tl.arange(0, PI)[:, None] * PO + tl.arange(0, PO)[None, :]
             return tl.join(tl.load(ptr + at), tl.load(ptr + PI * PO + at))
@@ -164,9 +194,7 @@ if triton is not None:
     def _skip(x, KIND: tl.constexpr):
         """DeePMD's skip in registers: x (KIND 1) or [x, x] (KIND 2, a plain concatenation in the doubled layout)."""
         if KIND == 2:
-            rows: tl.constexpr = x.shape[0]
-            cols: tl.constexpr = x.shape[1]
-            return tl.reshape(tl.permute(tl.join(x, x), (0, 2, 1)), (rows, 2 * cols))
+            return _k_concat(x, x)
         else:
             return x
 

@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 # shared data on tf32x3: its data's statistics (dstd down to ~0.05) put its descriptor's bound (`descriptor_bound`)
 # at ~2.0e4 (benchmarks/results run 247), where fresh models (dstd 1), which the benchmarks time, stay far below.
 LIMIT = 2.0**15
+# `embedding._mm_stacked` takes an input's high part times 2^11 as a float16 operand: inputs up to this size
+STACKED_LIMIT = LIMIT / 2.0**11
 WEIGHT_FLOOR = 2.0**-12  # a matrix whose largest weight is below this keeps tf32x3 (its parts would be subnormal)
 R_FLOOR = 0.5  # Å: the closest neighbour the environment bound covers (no Deep Potential is trained closer)
 
@@ -189,6 +191,11 @@ def weight_parts(w: Tensor, transposed: bool = False) -> tuple[Tensor, Tensor]:
     def make():
         return _split((w.detach().transpose(1, 2) if transposed else w.detach()).contiguous())
     return _kept(w, transposed, make)
+
+
+def within_stacked_limit(w: Tensor) -> bool:
+    """Whether w's entries are at most `STACKED_LIMIT` in size; kept per weight until it changes (`_kept`)."""
+    return _kept(w, "stacked", lambda: float(w.detach().abs().max()) <= STACKED_LIMIT)
 
 
 def padded_parts(w: Tensor, rows: tuple[int, int, int], cols: tuple[int, int, int]) -> Tensor:

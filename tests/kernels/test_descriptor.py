@@ -150,22 +150,36 @@ def test_atom_tiles_equal_one_atom_kernels(monkeypatch, atoms, slots, case):
     torch.testing.assert_close(grad / scale, grad_ref / scale, **TOL[d.dtype])
 
 
-@pytest.mark.parametrize("case", [3, 5])
-def test_atom_tiles_holding_weights_equal_loading_them(monkeypatch, case):
-    """f16x3 atom tiles holding W2's and W3's parts in shared memory (TMA descriptors, `HOLD_WEIGHTS`) give what
-    the tiles loading them every chunk give, and equal the one-atom kernels' T and dE/dr_ij."""
+def held_tiles(d, rij, center_type, kernel: str) -> list[int]:
+    """The rows of each TMA descriptor's tile in an f16x3 atom-tile kernel's arguments."""
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     from deeppot.kernels import atom_tiles
 
+    tensors = atom_tiles._tiled_args(d, rij, center_type, "f16x3", kernel, None)[0]
+    return [a.block_shape[0] for a in tensors if isinstance(a, TensorDescriptor)]
+
+
+@pytest.mark.parametrize(("case", "one_box"), [(3, None), (5, None), (5, {})])
+def test_atom_tiles_holding_weights_equal_loading_them(monkeypatch, case, one_box):
+    """f16x3 atom tiles holding W2's and W3's parts in shared memory (TMA descriptors, `HOLD_WEIGHTS`), both parts
+    of a layer in one tile (`ONE_BOX`, by default) or in two, give what the tiles loading them every chunk give,
+    and equal the one-atom kernels' T and dE/dr_ij."""
+    from deeppot.kernels import atom_tiles
+
     model, rij, _, center_type, _ = chunk_of(*CASES[case], seed=5)
     d = model.descriptor
+    if one_box is not None:
+        monkeypatch.setattr(atom_tiles, "ONE_BOX", one_box)
     t_bar = torch.randn(len(center_type), 4, d.neuron[-1], generator=torch.Generator().manual_seed(2)).to(DEVICE)
+    widths = atom_tiles.embedding._layouts([1, *d.neuron])
     outputs = {}
     for hold in (True, False):
         monkeypatch.setattr(atom_tiles, "HOLD_WEIGHTS", hold)
-        tensors = atom_tiles._tiled_args(d, rij, center_type, "f16x3", "t", None)[0]
-        assert sum(isinstance(a, TensorDescriptor) for a in tensors) == (2 if hold else 0)
+        for kernel in ("t", "grad"):
+            layers = atom_tiles.ONE_BOX.get(kernel, ()) if hold else ()
+            expected = [(2 if layer in layers else 1) * widths[layer - 2][0] for layer in (2, 3)] if hold else []
+            assert held_tiles(d, rij, center_type, kernel) == expected
         outputs[hold] = (atom_tiles.descriptor_t(d, rij, center_type, "f16x3"),
                          atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, "f16x3"))
     references = (kernels.one_atom_t(d, rij, center_type), kernels.one_atom_pair_grad(d, rij, center_type, t_bar))
@@ -173,6 +187,21 @@ def test_atom_tiles_holding_weights_equal_loading_them(monkeypatch, case):
         scale = reference.abs().max()
         torch.testing.assert_close(held, loaded, rtol=0, atol=1e-6 * scale)
         torch.testing.assert_close(held / scale, reference / scale, **TOL[d.dtype])
+
+
+def test_the_gradient_holds_its_second_layer_in_two_tiles_where_w1_is_large():
+    """The gradient kernel's second layer takes the tangent (1 - x^2) w1, which `embedding._mm_stacked` scales by
+    2^11 in float16: with some |W1| over `precision.STACKED_LIMIT`, its parts stay in two tiles; T's do not."""
+    from deeppot.kernels import atom_tiles, precision
+
+    model, rij, _, center_type, _ = chunk_of(*CASES[5], seed=5)
+    d = model.descriptor
+    widths = [layout[0] for layout in atom_tiles.embedding._layouts([1, *d.neuron])]
+    assert held_tiles(d, rij, center_type, "grad") == [2 * widths[0], widths[1]]
+    with torch.no_grad():
+        d.nets.layers[0].matrix[0, 0, 0] = 2 * precision.STACKED_LIMIT
+    assert held_tiles(d, rij, center_type, "grad") == [widths[0], widths[1]]
+    assert held_tiles(d, rij, center_type, "t") == [2 * widths[0], 2 * widths[1]]
 
 
 @pytest.mark.parametrize("case", [2, 3, 4])
