@@ -1,6 +1,6 @@
 """Run 251: the f16x3 atom-tile kernels with b2 and b3 as rows of the held W2 and W3 (`atom_tiles.BIAS_ROWS`),
 against reading and adding them in every chunk, in one process on trained models; `variant_probe.py`'s runner.
-The constant and its code were measured and not kept: `bias_rows.patch` (against 81f9a2c) holds them.
+The constant and its code were measured and not kept: `bias_rows.patch` (against cb71e6a) holds them.
 
 Usage (GPU, repository root): python bias_probe.py water=.mid/water/model.dp ... --natoms 98304 --rounds 2
 """
