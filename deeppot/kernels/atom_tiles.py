@@ -139,8 +139,8 @@ if embedding.triton is not None:
                         N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
                         L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                         NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
-                        RT: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, ROWS: tl.constexpr,
-                        HOLD: tl.constexpr):
+                        RT: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, ROWS: tl.constexpr):
+        HOLD: tl.constexpr = isinstance(w2_ptr, tl.tensor_descriptor)  # `HOLD_WEIGHTS`
         first, owner, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
         trow = tl.arange(0, RT)  # the 4 x ATOMS rows of T (RT >= 16 of them, the rest zero padding)
@@ -208,7 +208,8 @@ if embedding.triton is not None:
                            L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                            NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
                            MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, STACK: tl.constexpr,
-                           ROWS: tl.constexpr, HOLD: tl.constexpr):
+                           ROWS: tl.constexpr):
+        HOLD: tl.constexpr = isinstance(w2_ptr, tl.tensor_descriptor)  # `HOLD_WEIGHTS`
         # tb_c (ATOMS, M1): row c of the program's atoms' t_bar / nnei
         first, _, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
@@ -251,8 +252,7 @@ def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str
     if rij.dtype == torch.float64:  # see the module's docstring
         tensors[1] = center_type.to(torch.int64)
     meta.update(ATOMS=atoms, SLOTS=slots, num_warps=warps, ROWS=rows is not None)
-    meta["HOLD"] = HOLD_WEIGHTS and meta["PRECISION"] == "f16x3" and _has_tma(rij.device)
-    if meta["HOLD"]:
+    if HOLD_WEIGHTS and meta["PRECISION"] == "f16x3" and _has_tma(rij.device):  # the kernels see descriptors
         _held_weights(tensors, meta, _one_box(d, kernel))
     if kernel == "t":  # rows of the T accumulator: 4 an atom, at least 16 (the GEMM's smallest M)
         meta["RT"] = max(16, triton.next_power_of_2(4 * atoms))
