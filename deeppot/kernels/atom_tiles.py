@@ -79,13 +79,12 @@ if embedding.triton is not None:
 
     from deeppot.kernels.activation import _tanh
     from deeppot.kernels.embedding import (
+        _chunk_weights,
         _columns,
         _dense_jet,
+        _held_parts,
         _jet_outputs,
-        _load_parts,
         _mm,
-        _net_vectors,
-        _net_weights,
     )
     from deeppot.kernels.env_rows import _chunk_rows, _dense, _store_four
 
@@ -140,7 +139,7 @@ if embedding.triton is not None:
                         L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                         NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
                         RT: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, ROWS: tl.constexpr):
-        HOLD: tl.constexpr = isinstance(w2_ptr, tl.tensor_descriptor)  # `HOLD_WEIGHTS`
+        HELD: tl.constexpr = isinstance(w2_ptr, tl.tensor_descriptor)  # `HOLD_WEIGHTS`
         first, owner, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
         trow = tl.arange(0, RT)  # the 4 x ATOMS rows of T (RT >= 16 of them, the rest zero padding)
@@ -153,16 +152,11 @@ if embedding.triton is not None:
                     k = b if ONE_SIDE else tc + b * NTYPES
                     start = tl.load(starts_ptr + b)
                     top = tl.load(top_ptr + (tl.program_id(0) * (1 if ONE_SIDE else NTYPES) + tc) * NTYPES + b)
-                    if HOLD:  # W2's and W3's parts into shared memory once a net (`HOLD_WEIGHTS`)
-                        w2 = _load_parts(w2_ptr, k, L1[0], L2[0])
-                        w3 = _load_parts(w3_ptr, k, L2[0], L3[0])
+                    held2, held3 = _held_parts(w2_ptr, w3_ptr, k, L1, L2, L3)  # once a net (`HOLD_WEIGHTS`)
                     for j0 in range(0, MAX_SEL, SLOTS):
                         if j0 < top:
-                            if HOLD:
-                                w1, b1, b2, b3 = _net_vectors(w1_ptr, b1_ptr, b2_ptr, b3_ptr, k, N1, N2, N3, L1, L2, L3)
-                            else:
-                                w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr,
-                                                                      k, N1, N2, N3, L1, L2, L3, PRECISION)
+                            w1, b1, w2, b2, w3, b3 = _chunk_weights(w1_ptr, b1_ptr, held2, b2_ptr, held3, b3_ptr, k,
+                                                                    N1, N2, N3, L1, L2, L3, PRECISION, HELD)
                             acc = _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype,
                                            start + j0 + lane, mine & (j0 + lane < top), nnei, nstat, corner,
                                            w1, b1, w2, b2, w3, b3, SKIP2, SKIP3, PRECISION, ROWS)
@@ -209,7 +203,7 @@ if embedding.triton is not None:
                            NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
                            MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, STACK: tl.constexpr,
                            ROWS: tl.constexpr):
-        HOLD: tl.constexpr = isinstance(w2_ptr, tl.tensor_descriptor)  # `HOLD_WEIGHTS`
+        HELD: tl.constexpr = isinstance(w2_ptr, tl.tensor_descriptor)  # `HOLD_WEIGHTS`
         # tb_c (ATOMS, M1): row c of the program's atoms' t_bar / nnei
         first, _, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
@@ -221,16 +215,11 @@ if embedding.triton is not None:
                     k = b if ONE_SIDE else tc + b * NTYPES
                     start = tl.load(starts_ptr + b)
                     top = tl.load(top_ptr + (tl.program_id(0) * (1 if ONE_SIDE else NTYPES) + tc) * NTYPES + b)
-                    if HOLD:  # W2's and W3's parts into shared memory once a net (`HOLD_WEIGHTS`)
-                        w2 = _load_parts(w2_ptr, k, L1[0], L2[0])
-                        w3 = _load_parts(w3_ptr, k, L2[0], L3[0])
+                    held2, held3 = _held_parts(w2_ptr, w3_ptr, k, L1, L2, L3)  # once a net (`HOLD_WEIGHTS`)
                     for j0 in range(0, MAX_SEL, SLOTS):
                         if j0 < top:
-                            if HOLD:
-                                w1, b1, b2, b3 = _net_vectors(w1_ptr, b1_ptr, b2_ptr, b3_ptr, k, N1, N2, N3, L1, L2, L3)
-                            else:
-                                w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr,
-                                                                      k, N1, N2, N3, L1, L2, L3, PRECISION)
+                            w1, b1, w2, b2, w3, b3 = _chunk_weights(w1_ptr, b1_ptr, held2, b2_ptr, held3, b3_ptr, k,
+                                                                    N1, N2, N3, L1, L2, L3, PRECISION, HELD)
                             _grad_chunk(rij_ptr, stat_ptr, geo_ptr, rows_ptr, q_ptr, centre, ctype,
                                         start + j0 + lane, mine & (j0 + lane < top), nnei, nstat,
                                         tb0, tb1, tb2, tb3, w1, b1, w2, b2, w3, b3, ATOMS, SLOTS, SKIP2, SKIP3,

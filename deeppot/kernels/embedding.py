@@ -258,6 +258,27 @@ if triton is not None:
                 _load_vector(b2_ptr, k, N2, L2[0], L2[1], L2[2]), _load_vector(b3_ptr, k, N3, L3[0], L3[1], L3[2]))
 
     @triton.jit
+    def _held_parts(w2_ptr, w3_ptr, k, L1: tl.constexpr, L2: tl.constexpr, L3: tl.constexpr):
+        """Net k's W2 and W3 parts, read once a net where they come as TMA descriptors (`atom_tiles.HOLD_WEIGHTS`);
+        else the pointers themselves, for `_chunk_weights` to read in every chunk."""
+        if isinstance(w2_ptr, tl.tensor_descriptor):
+            return _load_parts(w2_ptr, k, L1[0], L2[0]), _load_parts(w3_ptr, k, L2[0], L3[0])
+        else:
+            return w2_ptr, w3_ptr
+
+    @triton.jit
+    def _chunk_weights(w1_ptr, b1_ptr, w2, b2_ptr, w3, b3_ptr, k, N1: tl.constexpr, N2: tl.constexpr,
+                       N3: tl.constexpr, L1: tl.constexpr, L2: tl.constexpr, L3: tl.constexpr,
+                       PRECISION: tl.constexpr, HELD: tl.constexpr):
+        """Net k's weights and biases for one chunk: W2 and W3 as `_held_parts` gave them when HELD, the rest read
+        here (`_net_vectors`); else all read here (`_net_weights`, w2 and w3 their pointers)."""
+        if HELD:
+            w1, b1, b2, b3 = _net_vectors(w1_ptr, b1_ptr, b2_ptr, b3_ptr, k, N1, N2, N3, L1, L2, L3)
+            return w1, b1, w2, b2, w3, b3
+        else:
+            return _net_weights(w1_ptr, b1_ptr, w2, b2_ptr, w3, b3_ptr, k, N1, N2, N3, L1, L2, L3, PRECISION)
+
+    @triton.jit
     def _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1: tl.constexpr, N2: tl.constexpr,
                      N3: tl.constexpr, L1: tl.constexpr, L2: tl.constexpr, L3: tl.constexpr,
                      PRECISION: tl.constexpr):
