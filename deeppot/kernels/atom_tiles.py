@@ -30,8 +30,9 @@ import torch
 from torch import Tensor
 
 from deeppot.kernels import embedding
+from deeppot.kernels.activation import TANH_SCALE
 from deeppot.kernels.env_rows import back_to_pairs, env_rows_once, net_args
-from deeppot.kernels.precision import hopper_or_newer, within_stacked_limit
+from deeppot.kernels.precision import hopper_or_newer, scaled, within_stacked_limit
 from deeppot.kernels.reach import Reach, add_tail, tile_tops
 
 # (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms; float32:
@@ -61,6 +62,11 @@ HOLD_WEIGHTS = True
 # 11.56 / 11.69, 11.71 (the gradient kernel 3.99, 4.03 / 4.14, 4.14; T 3.38, 3.41 / 3.44, 3.44); copper 10.17,
 # 10.21 / 10.33, 10.35; the gradient's third layer in one tile too: 4.31-4.35 ms (ptxas: 292 B spilled, not 204).
 ONE_BOX = {"t": (2, 3), "grad": (2,)}
+# Float32 layers take their biases (and T's first layer its weights) times `activation.TANH_SCALE`, so that the
+# factor of tanh's 2^x, their product's scale and the bias are one multiply-add, and T's layers fold the skip into
+# tanh's constant (`activation._tanh_prescaled`). sm_90 SASS of water's f16x3 loops: T 2,019 -> 1,786 instructions,
+# the gradient 2,560 -> 2,424.
+PRESCALED = True
 # Precisions whose kernels read each slot's environment row from `env_rows.env_rows_once` (made once, one slot a
 # lane) instead of computing it in every thread that holds the row: sm_90 SASS of water's float32 f16x3 (4, 16, 4)
 # loops, T 3,842 -> 2,813 instructions (88 B spilled -> 0), gradient 4,509 -> 3,335; float64's (2, 8, 4) loops do
@@ -77,7 +83,7 @@ if embedding.triton is not None:
     import triton.language as tl
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    from deeppot.kernels.activation import _tanh
+    from deeppot.kernels.activation import _tanh, _tanh_prescaled
     from deeppot.kernels.embedding import (
         _chunk_weights,
         _columns,
@@ -123,11 +129,14 @@ if embedding.triton is not None:
     @triton.jit
     def _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype, slot, live, nnei, nstat, corner,
                  w1, b1, w2, b2, w3, b3, SKIP2: tl.constexpr, SKIP3: tl.constexpr, PRECISION: tl.constexpr,
-                 ROWS: tl.constexpr):
+                 ROWS: tl.constexpr, PRESCALED: tl.constexpr):
         """acc (RT, M1) += the block-diagonal R^T of one chunk @ its G."""
         s, rx, ry, rz = _chunk_rows(rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype, slot, live, nnei, nstat, ROWS)
-        g = _tanh(s[:, None] * w1[None, :] + b1[None, :])
-        g = _dense(_dense(g, w2, b2, SKIP2, PRECISION), w3, b3, SKIP3, PRECISION)
+        if PRESCALED:  # W1 and b1 too: T needs no tangent
+            g = _tanh_prescaled(s[:, None] * w1[None, :] + b1[None, :], 1.0)
+        else:
+            g = _tanh(s[:, None] * w1[None, :] + b1[None, :])
+        g = _dense(_dense(g, w2, b2, SKIP2, PRECISION, PRESCALED), w3, b3, SKIP3, PRECISION, PRESCALED)
         rt = tl.where(corner == 0, s[None, :], tl.where(corner == 1, rx[None, :], tl.where(
             corner == 2, ry[None, :], tl.where(corner == 3, rz[None, :], 0.0))))
         return acc + _mm(rt, g, PRECISION)
@@ -138,7 +147,8 @@ if embedding.triton is not None:
                         N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
                         L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                         NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
-                        RT: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, ROWS: tl.constexpr):
+                        RT: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, ROWS: tl.constexpr,
+                        PRESCALED: tl.constexpr):
         HELD: tl.constexpr = isinstance(w2_ptr, tl.tensor_descriptor)  # `HOLD_WEIGHTS`
         first, owner, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
@@ -159,7 +169,7 @@ if embedding.triton is not None:
                                                                     N1, N2, N3, L1, L2, L3, PRECISION, HELD)
                             acc = _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype,
                                            start + j0 + lane, mine & (j0 + lane < top), nnei, nstat, corner,
-                                           w1, b1, w2, b2, w3, b3, SKIP2, SKIP3, PRECISION, ROWS)
+                                           w1, b1, w2, b2, w3, b3, SKIP2, SKIP3, PRECISION, ROWS, PRESCALED)
         atom = first + trow // 4
         out = t_ptr + (atom * 4 + trow % 4)[:, None] * N3 + col[None, :]
         ok = ((trow < 4 * ATOMS) & (atom < n))[:, None] & col_ok[None, :]
@@ -175,7 +185,7 @@ if embedding.triton is not None:
     def _grad_chunk(rij_ptr, stat_ptr, geo_ptr, rows_ptr, q_ptr, centre, ctype, slot, live, nnei, nstat,
                     tb0, tb1, tb2, tb3, w1, b1, w2, b2, w3, b3, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
                     SKIP2: tl.constexpr, SKIP3: tl.constexpr, PRECISION: tl.constexpr, STACK: tl.constexpr,
-                    ROWS: tl.constexpr):
+                    ROWS: tl.constexpr, PRESCALED: tl.constexpr):
         """dE/dR_ij of one chunk's rows (`deeppot.kernels.env_rows._env_row_grad` with per-row t_bar), stored by
         `_row_at` for `back_to_pairs`: keeping the pair vector, switch and 1/(r+p) alive through the products to
         finish dE/dr_ij here spilled registers (ptxas) and took the kernel 6-9% longer (run 163). With STACK the
@@ -187,8 +197,8 @@ if embedding.triton is not None:
             g, dg = _stacked_jet(g, dg, w2, b2, SKIP2, PRECISION)
             g, dg = _stacked_jet(g, dg, w3, b3, SKIP3, PRECISION)
         else:
-            g, dg = _dense_jet(g, dg, w2, b2, SKIP2, PRECISION)[3:]
-            g, dg = _dense_jet(g, dg, w3, b3, SKIP3, PRECISION)[3:]
+            g, dg = _dense_jet(g, dg, w2, b2, SKIP2, PRECISION, PRESCALED=PRESCALED)[3:]
+            g, dg = _dense_jet(g, dg, w3, b3, SKIP3, PRECISION, PRESCALED=PRESCALED)[3:]
         q0 = _per_atom(g, tb0, ATOMS, SLOTS) + s * _per_atom(dg, tb0, ATOMS, SLOTS) \
             + rx * _per_atom(dg, tb1, ATOMS, SLOTS) + ry * _per_atom(dg, tb2, ATOMS, SLOTS) \
             + rz * _per_atom(dg, tb3, ATOMS, SLOTS)
@@ -202,7 +212,7 @@ if embedding.triton is not None:
                            L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                            NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
                            MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, STACK: tl.constexpr,
-                           ROWS: tl.constexpr):
+                           ROWS: tl.constexpr, PRESCALED: tl.constexpr):
         HELD: tl.constexpr = isinstance(w2_ptr, tl.tensor_descriptor)  # `HOLD_WEIGHTS`
         # tb_c (ATOMS, M1): row c of the program's atoms' t_bar / nnei
         first, _, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
@@ -223,7 +233,7 @@ if embedding.triton is not None:
                             _grad_chunk(rij_ptr, stat_ptr, geo_ptr, rows_ptr, q_ptr, centre, ctype,
                                         start + j0 + lane, mine & (j0 + lane < top), nnei, nstat,
                                         tb0, tb1, tb2, tb3, w1, b1, w2, b2, w3, b3, ATOMS, SLOTS, SKIP2, SKIP3,
-                                        PRECISION, STACK, ROWS)
+                                        PRECISION, STACK, ROWS, PRESCALED)
 
 
 def _tile_of(precision: str, dtype: torch.dtype, kernel: str) -> tuple[int, int, int]:
@@ -241,6 +251,10 @@ def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str
     if rij.dtype == torch.float64:  # see the module's docstring
         tensors[1] = center_type.to(torch.int64)
     meta.update(ATOMS=atoms, SLOTS=slots, num_warps=warps, ROWS=rows is not None)
+    meta["PRESCALED"] = PRESCALED and rij.dtype == torch.float32
+    if meta["PRESCALED"]:  # the nets' last six: the factor `activation._tanh_prescaled` folds in
+        for at in (-6, -5, -3, -1) if kernel == "t" else (-3, -1):  # W1 stays as it is for the gradient's tangent
+            tensors[at] = scaled(tensors[at], TANH_SCALE)
     if HOLD_WEIGHTS and meta["PRECISION"] == "f16x3" and _has_tma(rij.device):  # the kernels see descriptors
         _held_weights(tensors, meta, _one_box(d, kernel))
     if kernel == "t":  # rows of the T accumulator: 4 an atom, at least 16 (the GEMM's smallest M)

@@ -39,7 +39,7 @@ try:
 except ImportError:  # CPU-only installs: the PyTorch path is used
     triton = None
 else:
-    from deeppot.kernels.activation import _PTX, _tanh
+    from deeppot.kernels.activation import _P2LOG2E, _PTX, _tanh, _tanh_prescaled
 
     # The training kernels' float64 tanh keeps libdevice's exp and the IEEE division: with the branch-free one
     # (`deeppot.kernels.activation`), which made the float64 inference kernels 30-40% faster, ptxas spilled 3,272 B
@@ -85,28 +85,37 @@ if triton is not None:
         return hi, ((x - hi.to(tl.float32)) * 2048.0).to(tl.float16)
 
     @triton.jit
-    def _mm(a, b, PRECISION: tl.constexpr):
-        """a @ b on the tensor cores at PRECISION: one of `tl.dot`'s input precisions, or "f16x3", three float16
-        products of the operands' parts (`_f16_parts`), as accurate as "tf32x3" (float32 operands within
-        float16's range) at twice the tensor cores' rate."""
+    def _mm(a, b, PRECISION: tl.constexpr, SCALE: tl.constexpr = 1.0):
+        """a @ b (times SCALE) on the tensor cores at PRECISION: one of `tl.dot`'s input precisions, or "f16x3",
+        three float16 products of the operands' parts (`_f16_parts`), as accurate as "tf32x3" (float32 operands
+        within float16's range) at twice the tensor cores' rate. SCALE folds into a following bias add's multiply
+        (`activation._tanh_prescaled`), or into `_mm_stacked`'s own rescale."""
         if PRECISION == "f16x3":
-            a_hi, a_lo = _f16_parts(a)
             if _PTX:  # a tuple: a weight's parts made beforehand, read by TMA (`_load_parts`)
                 pair: tl.constexpr = isinstance(b, tl.tuple)
             else:  # the interpreter's tuples are Python's (`tuple` is no name the compiler knows)
                 pair: tl.constexpr = isinstance(b, tuple)
             if pair:  # a held weight's parts, two shared-memory tiles (`_load_parts`)
-                return _mm_parts(a_hi, a_lo, b[0], b[1])
+                a_hi, a_lo = _f16_parts(a)
+                return _scaled(_mm_parts(a_hi, a_lo, b[0], b[1]), SCALE)
             elif b.dtype != tl.float16:  # float32 weights, split here
+                a_hi, a_lo = _f16_parts(a)
                 b_hi, b_lo = _f16_parts(b)
-                return _mm_parts(a_hi, a_lo, b_hi, b_lo)
+                return _scaled(_mm_parts(a_hi, a_lo, b_hi, b_lo), SCALE)
             elif len(b.shape) == 2:  # a held weight's parts in one shared-memory tile, [hi; lo] (`_load_parts`)
-                return _mm_stacked(a_hi, a_lo, b)
+                return _mm_stacked(a, b, SCALE)
             else:  # a weight's parts made beforehand, joined along a last axis (`_load_parts`)
+                a_hi, a_lo = _f16_parts(a)
                 b_hi, b_lo = tl.split(b)
-                return _mm_parts(a_hi, a_lo, b_hi, b_lo)
+                return _scaled(_mm_parts(a_hi, a_lo, b_hi, b_lo), SCALE)
         else:
-            return tl.dot(a, b, input_precision=PRECISION)
+            return _scaled(tl.dot(a, b, input_precision=PRECISION), SCALE)
+
+    @triton.jit
+    def _scaled(c, SCALE: tl.constexpr):
+        if SCALE != 1.0:
+            c = c * SCALE
+        return c
 
     @triton.jit
     def _mm_parts(a_hi, a_lo, b_hi, b_lo):
@@ -122,14 +131,17 @@ if triton is not None:
         return tl.reshape(tl.permute(tl.join(x, y), (0, 2, 1)), (rows, 2 * k))
 
     @triton.jit
-    def _mm_stacked(a_hi, a_lo, b):
-        """a @ W in f16x3 from a's parts and W's parts stacked along k in one shared-memory tile b = [hi; lo]: two
+    def _mm_stacked(a, b, SCALE: tl.constexpr):
+        """a @ W times SCALE in f16x3 from W's parts stacked along k in one shared-memory tile b = [hi; lo]: two
         GEMMs of twice the depth, [a_lo | a_hi] @ b and [2^11 a_hi | 0] @ b, into one accumulator, where three of
         single depth wait for each other, with a rescale between. 2^11 a_hi is exact and finite for |a| up to
-        `precision.STACKED_LIMIT`."""
+        `precision.STACKED_LIMIT`, so a's low part comes from it by one multiply-add."""
+        a_hi = a.to(tl.float16)
+        a_big = a_hi * 2048.0
+        a_lo = (a * 2048.0 - a_big.to(tl.float32)).to(tl.float16)
         c = tl.dot(_k_concat(a_lo, a_hi), b)
-        c = tl.dot(_k_concat(a_hi * 2048.0, tl.zeros_like(a_hi)), b, c)
-        return c * (1.0 / 2048.0)
+        c = tl.dot(_k_concat(a_big, tl.zeros_like(a_hi)), b, c)
+        return c * (SCALE / 2048.0)
 
     @triton.jit
     def _mm_sum(a, b, c, d, PRECISION: tl.constexpr):
@@ -220,9 +232,14 @@ if triton is not None:
         return d, x_out, dx_out
 
     @triton.jit
-    def _dense_jet(x, dx, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr, FAST64: tl.constexpr = True):
-        """One layer on (value, tangent): returns a, u = dx @ W, d = 1 - a^2, and the outputs with skip."""
-        a = _tanh(_mm(x, w, PRECISION) + b[None, :], FAST64)
+    def _dense_jet(x, dx, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr, FAST64: tl.constexpr = True,
+                   PRESCALED: tl.constexpr = False):
+        """One layer on (value, tangent): returns a, u = dx @ W, d = 1 - a^2, and the outputs with skip. PRESCALED:
+        b comes times `activation.TANH_SCALE` (float32; `activation._tanh_prescaled`)."""
+        if PRESCALED:
+            a = _tanh_prescaled(_mm(x, w, PRECISION, _P2LOG2E) + b[None, :], 1.0)
+        else:
+            a = _tanh(_mm(x, w, PRECISION) + b[None, :], FAST64)
         u = _mm(dx, w, PRECISION)
         d, x_out, dx_out = _jet_outputs(x, dx, a, u, KIND)
         return a, u, d, x_out, dx_out

@@ -21,15 +21,20 @@ if embedding.triton is not None:
     import triton
     import triton.language as tl
 
-    from deeppot.kernels.activation import _tanh
+    from deeppot.kernels.activation import _P2LOG2E, _tanh, _tanh_prescaled
     from deeppot.kernels.embedding import _mm, _skip
 
     @triton.jit
-    def _dense(x, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr):
-        """One tanh layer with DeePMD's skip, values only."""
-        a = _tanh(_mm(x, w, PRECISION) + b[None, :])
-        if KIND != 0:
-            a += _skip(x, KIND)
+    def _dense(x, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr, PRESCALED: tl.constexpr = False):
+        """One tanh layer with DeePMD's skip, values only. PRESCALED: b comes times `activation.TANH_SCALE`
+        (float32; `activation._tanh_prescaled`)."""
+        if PRESCALED:
+            one_plus = _skip(x + 1.0, KIND) if KIND != 0 else 1.0
+            a = _tanh_prescaled(_mm(x, w, PRECISION, _P2LOG2E) + b[None, :], one_plus)
+        else:
+            a = _tanh(_mm(x, w, PRECISION) + b[None, :])
+            if KIND != 0:
+                a += _skip(x, KIND)
         return a
 
     @triton.jit

@@ -198,6 +198,11 @@ def within_stacked_limit(w: Tensor) -> bool:
     return _kept(w, "stacked", lambda: float(w.detach().abs().max()) <= STACKED_LIMIT)
 
 
+def scaled(b: Tensor, factor: float) -> Tensor:
+    """b times factor; kept per tensor until it changes (`_kept`)."""
+    return _kept(b, ("scaled", factor), lambda: b.detach() * factor)
+
+
 def padded_parts(w: Tensor, rows: tuple[int, int, int], cols: tuple[int, int, int]) -> Tensor:
     """W's float16 parts as the embedding kernels hold W in registers (`embedding._load_parts`): (nets, 2, P_in,
     P_out), hi then lo, W's rows and columns in the register layouts `rows` and `cols` ((P, H, NH), see

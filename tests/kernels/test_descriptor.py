@@ -204,6 +204,35 @@ def test_the_gradient_holds_its_second_layer_in_two_tiles_where_w1_is_large():
     assert held_tiles(d, rij, center_type, "t") == [2 * widths[0], 2 * widths[1]]
 
 
+@pytest.mark.parametrize("case", [3, 5])
+def test_float32_atom_tiles_on_prescaled_biases_equal_plain_ones(monkeypatch, case):
+    """Float32 atom tiles given their biases (and T its first layer's weights) times `activation.TANH_SCALE`, folded
+    into their products' scale (`PRESCALED`), give the T and dE/dr_ij of the tiles without it."""
+    from deeppot.kernels import atom_tiles
+    from deeppot.kernels.activation import TANH_SCALE
+
+    model, rij, _, center_type, _ = chunk_of(*CASES[case], seed=5)
+    d = model.descriptor
+    t_bar = torch.randn(len(center_type), 4, d.neuron[-1], generator=torch.Generator().manual_seed(2)).to(DEVICE)
+    nets = d.nets.layers
+    params = {"w1": nets[0].matrix, "b1": nets[0].bias, "b2": nets[1].bias, "b3": nets[2].bias}
+    taken = {"t": set(params), "grad": {"b2", "b3"}}  # the gradient's tangent takes W1 as it is
+    outputs = {}
+    for prescaled in (True, False):
+        monkeypatch.setattr(atom_tiles, "PRESCALED", prescaled)
+        for kernel in ("t", "grad"):
+            args = atom_tiles._tiled_args(d, rij, center_type, "f16x3", kernel, None)[0]
+            for at, name in zip((-7, -6, -4, -2), params, strict=True):  # the nets' six, then the rows
+                factor = TANH_SCALE if prescaled and name in taken[kernel] else 1.0
+                torch.testing.assert_close(args[at], params[name].detach() * factor, rtol=1e-7, atol=0)
+        outputs[prescaled] = (atom_tiles.descriptor_t(d, rij, center_type, "f16x3"),
+                              atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, "f16x3"))
+    for prescaled, plain in zip(outputs[True], outputs[False], strict=True):
+        scale = plain.abs().max()
+        assert scale > 0
+        torch.testing.assert_close(prescaled, plain, rtol=0, atol=1e-6 * scale)
+
+
 @pytest.mark.parametrize("case", [2, 3, 4])
 def test_atom_tiles_reading_shared_rows_equal_computing_them(monkeypatch, case):
     """With the slots' environment rows made once (`shared_rows`, for tiles of another shape in each kernel, so that
