@@ -14,6 +14,8 @@ order, so x's rows are read from DRAM once (run 173, H200, f16x3 at 65,536 rows,
 - `layer_forward`: a = tanh(h W + b), h' = S(h) + idt a (DeePMD's skip S and timestep idt);
 - `layer_grad`: g' = gz_above W_above^T + S^T(g_above), gz = g' idt (1 - a^2);
 - `product_t`: g_0 = gz W^T (dE/dD, no epilogue).
+On W's parts (inference's "f16x3") the products run as `_persistent_kernel`: a few programs a multiprocessor walk
+the tiles, reading x and the parts by TMA (`PERSISTENT`, run 252: the water call's fitting kernels 2.05 -> 1.88 ms).
 Operands carry a leading nets dimension (stride 0 where one x serves every net). `value_and_input_grad`, the
 inference entry, runs `deeppot.kernels.fitting`'s forward with these products where `worth_it` says
 (`FusedProducts`), else with its cuBLAS ones. The training step's `fitting.FittingJet` takes them for its forward on
@@ -23,6 +25,8 @@ Tests: tests/kernels/test_fitting.py (GPU, or Triton's interpreter on a CPU) aga
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 from torch import Tensor
@@ -46,6 +50,15 @@ TILES = {LAYER: dict(BM=128, BN=64, BK=32, num_warps=4, num_stages=4),
 # layer 0.30 against 0.27 on (64, 128, 32))
 F16X3_TILES = {k: dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3) for k in (LAYER, GRAD, NONE_EPILOGUE)}
 MIN_ROWS = 2048
+# The inference products on W's parts ("f16x3", not training) as `_persistent_kernel`: PERSISTENT["waves"] programs a
+# multiprocessor walk the tiles, x and W's parts read by TMA, pipelined by Triton across a program's tiles (the
+# loops flattened), so that one tile's epilogue overlaps the next one's loads; None: `_gemm_kernel`. Run 252 (H200):
+# water's products at 65,536 rows without epilogue, ms, `_gemm_kernel` / this: the 1600-wide layer 0.349 / 0.329,
+# dE/dD 0.491 / 0.391, a 240-wide layer 0.091 / 0.070; trained models' calls at ~10^5 atoms, list prebuilt, all the
+# fitting kernels a call: water 2.05 / 1.88 ms, copper 2.19 / 2.00, the alloy 2.29 / 2.16, outputs equal to the bit.
+# One wave, the loops not flattened, took 1.78 ms for water but gave wrong forces (NaN): not used.
+PERSISTENT = {"waves": 2}
+PERSISTENT_TILE = dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3)
 # A training batch's products (`TrainingProducts`, a few hundred rows) on small tiles, the fastest of run 246's
 # (H200, water's products at 128 rows a net, us, against cuBLAS's float32 kernels): the 1600-wide layer 14.5 against
 # 15.4 split along k, a 240-wide layer 3.8 against 6.9, dE/dD 5.5 against 11.0.
@@ -53,8 +66,9 @@ SMALL_TILE = dict(BM=64, BN=32, BK=64, num_warps=4, num_stages=3)
 
 if triton is not None:
     import triton.language as tl
+    from triton.tools.tensor_descriptor import TensorDescriptor
 
-    from deeppot.kernels.activation import _tanh
+    from deeppot.kernels.activation import _PTX, _tanh
     from deeppot.kernels.embedding import _f16_parts
     from deeppot.kernels.fitting import _add_skip, _timestep
 
@@ -94,6 +108,14 @@ if triton is not None:
             ws += BK * w_k
         if PRECISION == "f16x3":
             acc += lo * (1.0 / 2048.0)
+        _epilogue(acc, row, col, net, rows, m, y_ptr, out_ptr, b_ptr, idt_ptr, src_ptr, a_ptr, s_net, s_row, n_src,
+                  EPILOGUE, SKIP, HAS_IDT, WRITE_OUT)
+
+    @triton.jit
+    def _epilogue(acc, row, col, net, rows, m, y_ptr, out_ptr, b_ptr, idt_ptr, src_ptr, a_ptr, s_net, s_row, n_src,
+                  EPILOGUE: tl.constexpr, SKIP: tl.constexpr, HAS_IDT: tl.constexpr, WRITE_OUT: tl.constexpr):
+        """A (BM, BN) tile of y = x W at (row, col) of net `net` finished and stored (module docstring); y and out
+        are contiguous."""
         ok = (row < rows) & (col < m)
         at = net * rows * m + row * m + col
         if EPILOGUE == 1:  # forward: a = tanh(u + b), h' = S(h) + idt a
@@ -111,6 +133,54 @@ if triton is not None:
         else:
             tl.store(y_ptr + at, acc, mask=ok)
 
+    @triton.jit
+    def _parts_tile(x_desc, wh_desc, wl_desc, x_row0, w_row0, c0, K: tl.constexpr, BK: tl.constexpr):
+        """One (BM, BN) tile of x W in f16x3 from TMA blocks: x's rows from x_row0 (split here), W's parts' rows
+        from w_row0 (its net's first), columns from c0. Past K, x's blocks read zeros (past its last column), so W's
+        rows there (the next net's, or zeros) add nothing."""
+        BM: tl.constexpr = x_desc.block_shape[0]
+        BN: tl.constexpr = wh_desc.block_shape[1]
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        lo = tl.zeros((BM, BN), dtype=tl.float32)  # the products with a low part, in units of 2^-11
+        for k0 in range(0, K, BK):
+            x_hi, x_lo = _f16_parts(x_desc.load([x_row0, k0]))
+            w_hi = wh_desc.load([w_row0 + k0, c0])
+            w_lo = wl_desc.load([w_row0 + k0, c0])
+            acc = tl.dot(x_hi, w_hi, acc)
+            lo = tl.dot(x_lo, w_hi, tl.dot(x_hi, w_lo, lo))
+        return acc + lo * (1.0 / 2048.0)
+
+    @triton.jit
+    def _persistent_kernel(x_desc, wh_desc, wl_desc, y_ptr, out_ptr, b_ptr, idt_ptr, src_ptr, a_ptr, rows, m,
+                           x_net_rows, s_net, s_row, n_src, programs, K: tl.constexpr, EPILOGUE: tl.constexpr,
+                           SKIP: tl.constexpr, HAS_IDT: tl.constexpr, WRITE_OUT: tl.constexpr):
+        """`_gemm_kernel`'s f16x3 product on W's parts, each of a net's `programs` walking its tiles (a row block's
+        column tiles side by side) with x and W read by TMA (`PERSISTENT`); the same epilogue. The interpreter takes
+        no loop bound known only at run time: there each program does one tile (programs = the tiles)."""
+        net = tl.program_id(1)  # TMA offsets are 32-bit; the epilogue's, 64-bit
+        cols = tl.cdiv(m, wh_desc.block_shape[1])
+        if _PTX:
+            tiles = tl.cdiv(rows, x_desc.block_shape[0]) * cols
+            for tile in tl.range(tl.program_id(0), tiles, programs, flatten=True):
+                _persistent_tile(tile, cols, net, x_desc, wh_desc, wl_desc, y_ptr, out_ptr, b_ptr, idt_ptr, src_ptr,
+                                 a_ptr, rows, m, x_net_rows, s_net, s_row, n_src, K, EPILOGUE, SKIP, HAS_IDT,
+                                 WRITE_OUT)
+        else:
+            _persistent_tile(tl.program_id(0), cols, net, x_desc, wh_desc, wl_desc, y_ptr, out_ptr, b_ptr, idt_ptr,
+                             src_ptr, a_ptr, rows, m, x_net_rows, s_net, s_row, n_src, K, EPILOGUE, SKIP, HAS_IDT,
+                             WRITE_OUT)
+
+    @triton.jit
+    def _persistent_tile(tile, cols, net, x_desc, wh_desc, wl_desc, y_ptr, out_ptr, b_ptr, idt_ptr, src_ptr, a_ptr,
+                         rows, m, x_net_rows, s_net, s_row, n_src, K: tl.constexpr, EPILOGUE: tl.constexpr,
+                         SKIP: tl.constexpr, HAS_IDT: tl.constexpr, WRITE_OUT: tl.constexpr):
+        BM: tl.constexpr = x_desc.block_shape[0]
+        BN: tl.constexpr = wh_desc.block_shape[1]
+        r0, c0 = (tile // cols) * BM, (tile % cols) * BN
+        acc = _parts_tile(x_desc, wh_desc, wl_desc, net * x_net_rows + r0, net * K, c0, K, x_desc.block_shape[1])
+        row = (r0 + tl.arange(0, BM)).to(tl.int64)[:, None]
+        _epilogue(acc, row, c0 + tl.arange(0, BN)[None, :], net.to(tl.int64), rows, m, y_ptr, out_ptr, b_ptr, idt_ptr,
+                  src_ptr, a_ptr, s_net, s_row, n_src, EPILOGUE, SKIP, HAS_IDT, WRITE_OUT)
 
 def worth_it(x: Tensor) -> bool:
     """Whether the fused products serve x (nets or 1, rows, k): float32 on a Hopper-class GPU with Triton (where the
@@ -139,13 +209,48 @@ def _launch(x: Tensor, w: Tensor, transposed: bool, epilogue: int, y: Tensor, ou
     w_k, w_m = (w.stride(2), w.stride(1)) if transposed else (w.stride(1), w.stride(2))
     assert x.stride(2) == 1 and x.shape[-1] == (w.shape[2] if transposed else w.shape[1])
     s = src if src is not None else y
+    tail = dict(EPILOGUE=epilogue, SKIP=skip, HAS_IDT=idt is not None, WRITE_OUT=out is not y)
+    given = (y, out, y if b is None else b, y if idt is None else idt, s, y if a is None else a)
+    source = (_net_stride(s), s.stride(1) if s.shape[1] > 1 else 0, s.shape[-1])
+    if parts and _by_tma(x, w):
+        _launch_persistent(x, w, w_lo, given, source, tail)
+        return
     tile = SMALL_TILE if training else (F16X3_TILES if precision == "f16x3" else TILES)[epilogue]
     grid = (triton.cdiv(m, tile["BN"]) * triton.cdiv(rows, tile["BM"]), nets)
-    _gemm_kernel[grid](x, w, w_lo, y, out, y if b is None else b, y if idt is None else idt, s,
-                       y if a is None else a, rows, m, _net_stride(x), x.stride(1), _net_stride(w), w_k, w_m,
-                       _net_stride(s), s.stride(1) if s.shape[1] > 1 else 0, s.shape[-1], K=x.shape[-1],
-                       EPILOGUE=epilogue, SKIP=skip, HAS_IDT=idt is not None, WRITE_OUT=out is not y,
-                       PRECISION=precision, W_PARTS=parts, **tile)
+    _gemm_kernel[grid](x, w, w_lo, *given, rows, m, _net_stride(x), x.stride(1), _net_stride(w), w_k, w_m, *source,
+                       K=x.shape[-1], PRECISION=precision, W_PARTS=parts, **tail, **tile)
+
+
+def _by_tma(x: Tensor, w: Tensor) -> bool:
+    """Whether `PERSISTENT` serves a product on W's parts w (nets, k, m): on a Hopper-class GPU (or Triton's
+    interpreter), with x's rows (of every net, one after the other, or one x for all) and the parts' rows in TMA's
+    16-byte multiples."""
+    m = w.shape[2]
+    x_rows_stacked = x.shape[0] == 1 or x.stride(0) == x.shape[1] * x.stride(1)
+    return (PERSISTENT is not None and (not x.is_cuda or hopper_or_newer(x.device.index)) and x_rows_stacked
+            and x.stride(1) % 4 == 0 and x.data_ptr() % 16 == 0 and m % 8 == 0 and w.is_contiguous())
+
+
+def _launch_persistent(x: Tensor, w_hi: Tensor, w_lo: Tensor, given: tuple, source: tuple, tail: dict) -> None:
+    """`_persistent_kernel` over 2-D TMA views: x's rows (rows a net, or one x for all nets) and W's parts' rows
+    (k a net)."""
+    nets, rows, m = given[0].shape
+    k = x.shape[-1]
+    tile = PERSISTENT_TILE
+    x2 = torch.as_strided(x, (x.shape[0] * rows, k), (x.stride(1), 1))
+    blocks = ([tile["BM"], tile["BK"]], [tile["BK"], tile["BN"]])
+    descs = (TensorDescriptor.from_tensor(x2, blocks[0]),
+             *(TensorDescriptor.from_tensor(p.reshape(-1, m), blocks[1]) for p in (w_hi, w_lo)))
+    tiles = triton.cdiv(rows, tile["BM"]) * triton.cdiv(m, tile["BN"])
+    programs = min(tiles, PERSISTENT["waves"] * _multiprocessors(x.device)) if x.is_cuda else tiles
+    _persistent_kernel[(programs, nets)](*descs, *given, rows, m, rows if x.shape[0] > 1 else 0, *source, programs,
+                                         K=k, **tail,
+                                         num_warps=tile["num_warps"], num_stages=tile["num_stages"])
+
+
+@functools.cache
+def _multiprocessors(device: torch.device) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 def _out_shape(x: Tensor, w: Tensor, m: int) -> tuple[int, int, int]:

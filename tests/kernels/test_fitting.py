@@ -176,6 +176,28 @@ def test_fused_products_equal_the_reference(shape, resnet_dt, atoms, products):
                 torch.testing.assert_close(a, b, **tol, msg=f"{what} of net {k}")
 
 
+@pytest.mark.parametrize("shape", ["water-like", "wide-input", "first-layer-skip"])
+def test_persistent_products_equal_the_tiled_ones(shape, monkeypatch):
+    """f16x3 products on W's parts by the persistent TMA kernel (`PERSISTENT`: every epilogue, one x for all nets
+    or a net's own rows, a ragged last row block) give `_gemm_kernel`'s values and input gradients."""
+    nets, x = nets_and_input(shape, 3, False, torch.float32, atoms=300)
+    launches = []
+    persistent, kept = fitting_gemm._launch_persistent, fitting_gemm.PERSISTENT
+    monkeypatch.setattr(fitting_gemm, "_launch_persistent", lambda *a: launches.append(a[-1]) or persistent(*a))
+    with torch.no_grad():
+        for k in (None, 1):
+            rows = x if k is None else x[:, k:]
+            got = fused_value_and_grad(nets, rows, k, "f16x3")
+            assert {tail["EPILOGUE"] for tail in launches} >= {fitting_gemm.LAYER, fitting_gemm.GRAD}
+            launches.clear()
+            monkeypatch.setattr(fitting_gemm, "PERSISTENT", None)
+            want = fused_value_and_grad(nets, rows, k, "f16x3")
+            assert not launches
+            monkeypatch.setattr(fitting_gemm, "PERSISTENT", kept)
+            for a, b in zip(got, want, strict=True):
+                torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6 * b.abs().max().item())
+
+
 def test_the_fused_products_serve_only_many_float32_rows():
     x = torch.zeros(1, fitting_gemm.MIN_ROWS, 8, device=DEVICE)
     assert fitting_gemm.worth_it(x) == (DEVICE.type == "cuda" and torch.cuda.get_device_capability() >= (9, 0))
