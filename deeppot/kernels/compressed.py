@@ -104,19 +104,15 @@ if embedding.triton is not None:
         (`packed_tables`), so each power's columns are contiguous: one vector load a few columns."""
         ok = live[:, None] & col_ok[None, :]
         c = table_ptr + row[:, None] * (6 * M1) + col[None, :]
-        # Horner from a5 down, each coefficient loaded as it is needed (fewer live registers than six tiles)
+        # Horner from a5 down, each coefficient loaded as it is needed (fewer live registers than six tiles), and
+        # G' by the derivative's own recurrence on Horner's partial values (dp = dp t + p): one multiply-add a
+        # power, where multiplying each coefficient by its power took two
         t = tau[:, None]
-        a = tl.load(c + 5 * M1, mask=ok, other=0.0)
-        g, dg = a, 5.0 * a
-        a = tl.load(c + 4 * M1, mask=ok, other=0.0)
-        g, dg = g * t + a, dg * t + 4.0 * a
-        a = tl.load(c + 3 * M1, mask=ok, other=0.0)
-        g, dg = g * t + a, dg * t + 3.0 * a
-        a = tl.load(c + 2 * M1, mask=ok, other=0.0)
-        g, dg = g * t + a, dg * t + 2.0 * a
-        a = tl.load(c + M1, mask=ok, other=0.0)
-        g, dg = g * t + a, dg * t + a
-        g = g * t + tl.load(c, mask=ok, other=0.0)
+        dg = tl.load(c + 5 * M1, mask=ok, other=0.0)
+        g = dg * t + tl.load(c + 4 * M1, mask=ok, other=0.0)
+        for power in tl.static_range(3, -1, -1):
+            dg = dg * t + g
+            g = g * t + tl.load(c + power * M1, mask=ok, other=0.0)
         return g + dg * beyond[:, None], dg
 
     @triton.jit
