@@ -67,6 +67,13 @@ ONE_BOX = {"t": (2, 3), "grad": (2,)}
 # tanh's constant (`activation._tanh_prescaled`). sm_90 SASS of water's f16x3 loops: T 2,019 -> 1,786 instructions,
 # the gradient 2,560 -> 2,424.
 PRESCALED = True
+# Whether the gradient kernel's chunk loop lets the compiler hoist its loop-invariant work out of the loop (Triton's
+# loop-invariant code motion): kept live across the chunks, that work made ptxas spill (sm_90, water's f16x3 loop:
+# 156 B, 39 local loads and stores a chunk; not hoisted, 88 B and 15 loads, 30 instructions more; float64 80 -> 24 B).
+# Run 252 (H200, trained models, list prebuilt, two rounds in one process, gradient kernel ms, hoisted / not): water
+# float32 4.01, 3.99 / 3.91, 3.92, copper 3.24 / 3.23; the same weights in float64, water 30.5 / 27.0 (the call 59.2 /
+# 55.7), copper 27.3 / 23.7 (54.7 / 51.1); the same outputs.
+GRAD_HOIST = False
 # Precisions whose kernels read each slot's environment row from `env_rows.env_rows_once` (made once, one slot a
 # lane) instead of computing it in every thread that holds the row: sm_90 SASS of water's float32 f16x3 (4, 16, 4)
 # loops, T 3,842 -> 2,813 instructions (88 B spilled -> 0), gradient 4,509 -> 3,335; float64's (2, 8, 4) loops do
@@ -212,7 +219,7 @@ if embedding.triton is not None:
                            L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                            NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
                            MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, STACK: tl.constexpr,
-                           ROWS: tl.constexpr, PRESCALED: tl.constexpr):
+                           ROWS: tl.constexpr, PRESCALED: tl.constexpr, HOIST: tl.constexpr):
         HELD: tl.constexpr = isinstance(w2_ptr, tl.tensor_descriptor)  # `HOLD_WEIGHTS`
         # tb_c (ATOMS, M1): row c of the program's atoms' t_bar / nnei
         first, _, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
@@ -226,7 +233,7 @@ if embedding.triton is not None:
                     start = tl.load(starts_ptr + b)
                     top = tl.load(top_ptr + (tl.program_id(0) * (1 if ONE_SIDE else NTYPES) + tc) * NTYPES + b)
                     held2, held3 = _held_parts(w2_ptr, w3_ptr, k, L1, L2, L3)  # once a net (`HOLD_WEIGHTS`)
-                    for j0 in range(0, MAX_SEL, SLOTS):
+                    for j0 in tl.range(0, MAX_SEL, SLOTS, disable_licm=not HOIST):  # `GRAD_HOIST`
                         if j0 < top:
                             w1, b1, w2, b2, w3, b3 = _chunk_weights(w1_ptr, b1_ptr, held2, b2_ptr, held3, b3_ptr, k,
                                                                     N1, N2, N3, L1, L2, L3, PRECISION, HELD)
@@ -260,7 +267,7 @@ def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str
     if kernel == "t":  # rows of the T accumulator: 4 an atom, at least 16 (the GEMM's smallest M)
         meta["RT"] = max(16, triton.next_power_of_2(4 * atoms))
     else:
-        meta["STACK"] = rij.dtype in STACKED
+        meta.update(STACK=rij.dtype in STACKED, HOIST=GRAD_HOIST)
     return [*tensors, tensors[0] if rows is None else rows], meta, tops
 
 
