@@ -32,7 +32,7 @@ from torch import Tensor
 from deeppot.kernels import embedding
 from deeppot.kernels.activation import TANH_SCALE
 from deeppot.kernels.env_rows import back_to_pairs, env_rows_once, net_args
-from deeppot.kernels.precision import hopper_or_newer, scaled, within_stacked_limit
+from deeppot.kernels.precision import has_tma, scaled, within_stacked_limit
 from deeppot.kernels.reach import Reach, add_tail, tile_tops
 
 # (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms; float32:
@@ -262,18 +262,13 @@ def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str
     if meta["PRESCALED"]:  # the nets' last six: the factor `activation._tanh_prescaled` folds in
         for at in (-6, -5, -3, -1) if kernel == "t" else (-3, -1):  # W1 stays as it is for the gradient's tangent
             tensors[at] = scaled(tensors[at], TANH_SCALE)
-    if HOLD_WEIGHTS and meta["PRECISION"] == "f16x3" and _has_tma(rij.device):  # the kernels see descriptors
+    if HOLD_WEIGHTS and meta["PRECISION"] == "f16x3" and has_tma(rij.device):  # the kernels see descriptors
         _held_weights(tensors, meta, _one_box(d, kernel))
     if kernel == "t":  # rows of the T accumulator: 4 an atom, at least 16 (the GEMM's smallest M)
         meta["RT"] = max(16, triton.next_power_of_2(4 * atoms))
     else:
         meta.update(STACK=rij.dtype in STACKED, HOIST=GRAD_HOIST)
     return [*tensors, tensors[0] if rows is None else rows], meta, tops
-
-
-def _has_tma(device: torch.device) -> bool:
-    """TMA is sm_90's and newer's (f16x3 can be asked for elsewhere); Triton's interpreter on a CPU runs it too."""
-    return device.type != "cuda" or hopper_or_newer(device.index)
 
 
 def _one_box(d, kernel: str) -> tuple[int, ...]:

@@ -33,7 +33,7 @@ from torch import Tensor
 
 from deeppot.kernels import fitting
 from deeppot.kernels.embedding import triton, triton_available
-from deeppot.kernels.precision import hopper_or_newer, weight_parts
+from deeppot.kernels.precision import has_tma, hopper_or_newer, weight_parts
 from deeppot.model import analytic
 
 NONE_EPILOGUE, LAYER, GRAD = 0, 1, 2
@@ -93,15 +93,14 @@ if triton is not None:
         for k0 in range(0, K, BK):
             xt = tl.load(xs, mask=(row < rows) & (kk[None, :] < K - k0), other=0.0)
             w_ok = (kk[:, None] < K - k0) & (col < m)
-            if PRECISION == "f16x3":  # two running sums: no per-step adds
+            if PRECISION == "f16x3":
                 x_hi, x_lo = _f16_parts(xt)
                 if W_PARTS:
                     w_hi = tl.load(w_ptr + ws, mask=w_ok, other=0.0)
                     w_lo = tl.load(wl_ptr + ws, mask=w_ok, other=0.0)
                 else:
                     w_hi, w_lo = _f16_parts(tl.load(w_ptr + ws, mask=w_ok, other=0.0))
-                acc = tl.dot(x_hi, w_hi, acc)
-                lo = tl.dot(x_lo, w_hi, tl.dot(x_hi, w_lo, lo))
+                acc, lo = _parts_step(x_hi, x_lo, w_hi, w_lo, acc, lo)
             else:
                 acc = tl.dot(xt, tl.load(w_ptr + ws, mask=w_ok, other=0.0), acc, input_precision=PRECISION)
             xs += BK
@@ -110,6 +109,12 @@ if triton is not None:
             acc += lo * (1.0 / 2048.0)
         _epilogue(acc, row, col, net, rows, m, y_ptr, out_ptr, b_ptr, idt_ptr, src_ptr, a_ptr, s_net, s_row, n_src,
                   EPILOGUE, SKIP, HAS_IDT, WRITE_OUT)
+
+    @triton.jit
+    def _parts_step(x_hi, x_lo, w_hi, w_lo, acc, lo):
+        """One k step of f16x3 in two running sums: acc the products of high parts, lo those with a low part (in
+        units of 2^-11), added once after the last step; no per-step adds."""
+        return tl.dot(x_hi, w_hi, acc), tl.dot(x_lo, w_hi, tl.dot(x_hi, w_lo, lo))
 
     @triton.jit
     def _epilogue(acc, row, col, net, rows, m, y_ptr, out_ptr, b_ptr, idt_ptr, src_ptr, a_ptr, s_net, s_row, n_src,
@@ -146,8 +151,7 @@ if triton is not None:
             x_hi, x_lo = _f16_parts(x_desc.load([x_row0, k0]))
             w_hi = wh_desc.load([w_row0 + k0, c0])
             w_lo = wl_desc.load([w_row0 + k0, c0])
-            acc = tl.dot(x_hi, w_hi, acc)
-            lo = tl.dot(x_lo, w_hi, tl.dot(x_hi, w_lo, lo))
+            acc, lo = _parts_step(x_hi, x_lo, w_hi, w_lo, acc, lo)
         return acc + lo * (1.0 / 2048.0)
 
     @triton.jit
@@ -227,7 +231,7 @@ def _by_tma(x: Tensor, w: Tensor) -> bool:
     16-byte multiples."""
     m = w.shape[2]
     x_rows_stacked = x.shape[0] == 1 or x.stride(0) == x.shape[1] * x.stride(1)
-    return (PERSISTENT is not None and (not x.is_cuda or hopper_or_newer(x.device.index)) and x_rows_stacked
+    return (PERSISTENT is not None and has_tma(x.device) and x_rows_stacked
             and x.stride(1) % 4 == 0 and x.data_ptr() % 16 == 0 and m % 8 == 0 and w.is_contiguous())
 
 

@@ -56,6 +56,11 @@ def hopper_or_newer(index: int) -> bool:
     return torch.cuda.get_device_capability(index) >= (9, 0)
 
 
+def has_tma(device: torch.device) -> bool:
+    """Whether kernels on `device` can read by TMA: sm_90 and newer; Triton's interpreter on a CPU runs it too."""
+    return device.type != "cuda" or hopper_or_newer(device.index)
+
+
 def _scheme(dtype: torch.dtype, device: torch.device, problem, what: str) -> str:
     """"f16x3" for float32 on the GPUs where it was measured, unless problem() names a reason against it."""
     if dtype != torch.float32 or device.type != "cuda" or torch.cuda.get_device_capability(device) < (9, 0):
