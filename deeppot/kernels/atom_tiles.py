@@ -37,9 +37,11 @@ from deeppot.kernels.reach import Reach, add_tail, tile_tops
 
 # (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms; float32:
 # runs 40-41; float64 with the branch-free tanh, run 153: T 20.2 ms against 22.7-23.2 on (2, 16, 8), 21.8 on
-# (1, 16, 4); the stacked gradient 31.9 against 32.6 on (1, 16, 4), 35.3 on (2, 16, 8)). A kernel not here would keep
-# its one-atom twin (`covers`).
-TILES = {torch.float32: {"t": (4, 16, 4), "grad": (8, 8, 4)}, torch.float64: {"t": (2, 8, 4), "grad": (2, 8, 4)}}
+# (1, 16, 4); the stacked gradient 31.9 against 32.6 on (1, 16, 4), 35.3 on (2, 16, 8)). Without hoisting
+# (`GRAD_HOIST`) the float64 gradient is faster on (1, 16, 4) (run 253, H200, trained weights cast, ms: water 27.00 ->
+# 26.43, copper 23.66 -> 23.48; (1, 8, 2) 40.0, T on (2, 8, 8) 28.8 against 20.6). A kernel not here would keep its
+# one-atom twin (`covers`).
+TILES = {torch.float32: {"t": (4, 16, 4), "grad": (8, 8, 4)}, torch.float64: {"t": (2, 8, 4), "grad": (1, 16, 4)}}
 # float32 with "f16x3" products (`embedding._mm`): the float16 parts take half the registers (ptxas: the gradient
 # at (4, 16, 4) spills 604 B against 900), and the gradient is fastest on (4, 16, 4) (run 144: 8.10 ms against
 # 8.43 at (8, 8, 4); tf32x3 12.25 at (8, 8, 4), 13.57 at (4, 16, 4)). The gradient on (2, 32, 4) was 3% faster
