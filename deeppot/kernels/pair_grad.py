@@ -124,7 +124,8 @@ if triton is not None:
 
 def _meta(g: Tensor, rows: analytic.EnvRows, nsel: int) -> tuple[tuple, dict]:
     """The kernels' trailing arguments and constants (nsel an integer: a Python float argument would reach the
-    kernel as a float32); the forward's grid takes a chunk of SLOTS slots a program, the backward walks NNEI."""
+    kernel as a float32). The forward's grid takes a chunk of SLOTS slots a program; `PairGrad.forward` adds the
+    backward's NNEI (those chunks' slots, which it walks)."""
     nnei, m1 = g.shape[-2], g.shape[-1]
     slots, warps = TILES[g.dtype]
     return (nnei, m1, rows.a.stride(-2), nsel), dict(M1P=triton.next_power_of_2(m1), SLOTS=slots, num_warps=warps)
