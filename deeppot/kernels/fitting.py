@@ -6,8 +6,9 @@ through the fitting nets: ~110 small kernels a water step for three 240-wide lay
 float64 step's profile, run 102). Here the forward pass, the input-gradient pass and their joint backward are
 written out layer by layer: one cuBLAS batched GEMM per product (every net at once) and one Triton kernel for each
 layer's elementwise work (bias, tanh, timestep, skip; in the backward the second derivative of tanh), ~45 launches.
-The forward's products may instead run as Triton GEMMs with that work as their epilogue (`Products` subclasses in
-`deeppot.kernels.fitting_gemm`: `TrainingProducts` in GPU training, `FusedProducts` in inference).
+The products may instead run as Triton GEMMs with that work as their epilogue (`Products` subclasses in
+`deeppot.kernels.fitting_gemm`: `TrainingProducts` in GPU training, forward and backward, `FusedProducts` in
+inference).
 
 Per hidden layer (h -> h', widths n -> m), with S DeePMD's skip (same width: h; doubled: [h, h]; else none) and
 idt 1 where the layer has no timestep:
@@ -185,6 +186,26 @@ class Products:
         """gz W^T."""
         return torch.bmm(gz, w.transpose(1, 2))
 
+    def product(self, x: Tensor, w: Tensor) -> Tensor:
+        """x W, no epilogue."""
+        return analytic.split_k_matmul(x, w) if self.split else torch.bmm(x, w)
+
+    def grad_bar(self, dg: Tensor, w: Tensor, mode: int, a: Tensor, idt: Tensor | None) -> tuple[Tensor, Tensor]:
+        """The backward's dgz = dg W and dg' = S(dg) + dgz idt (1 - a^2) of a layer."""
+        dgz = self.product(dg, w)
+        return dgz, _grad_bar(dgz, dg, mode, a, idt)
+
+    def layer_grads(self, dg: Tensor, gz: Tensor, h: Tensor, zt: Tensor) -> tuple[Tensor, Tensor]:
+        """A layer's dL/dW = dg^T gz + h^T dz (the backward's two passes' shares; h: one net or all) and zt's sums
+        over rows (2 or 1, nets, 1, m): dL/db, dL/didt (zt = [dz, t], `_value_bar`)."""
+        dz = zt[0]
+        dw = torch.bmm(dg.transpose(1, 2), gz).baddbmm_(h.expand(dz.shape[0], -1, -1).transpose(1, 2), dz)
+        return dw, zt.sum(2, keepdim=True)
+
+    def backward_products(self) -> Products:
+        """The products `FittingJet`'s backward takes: cuBLAS's by default."""
+        return Products()
+
 
 def _forward(x: Tensor, hidden: list, w_out: Tensor, b_out: Tensor, products: Products | None = None):
     """Value (nets, P, 1), g_0 (nets, P, n0), and per hidden layer (h, a, g', gz) for the backward."""
@@ -228,28 +249,27 @@ def _value_bar(u: Tensor | None, src: Tensor, mode: int, dgz: Tensor, g: Tensor,
     return (src if u is None else u), zt
 
 
-def _backward_input_pass(g0_bar: Tensor, hidden: list, kept: list) -> tuple[list, list, Tensor]:
-    """Reverse of the input-gradient pass, bottom up: per layer dgz and dL/dW's share; then dg_L."""
-    dg, dgzs, dws = g0_bar, [], []
-    for (w, _, idt), (h, a, _, gz) in zip(hidden, kept, strict=True):
-        dgz = analytic.split_k_matmul(dg, w)
-        dws.append(torch.bmm(dg.transpose(1, 2), gz))
+def _backward_input_pass(g0_bar: Tensor, hidden: list, kept: list, ops: Products) -> tuple[list, list, Tensor]:
+    """Reverse of the input-gradient pass, bottom up: per layer dgz and the dg below it (dg^T gz is dL/dW's share
+    of this pass, taken with the value pass's); then dg_L."""
+    dg, dgzs, dgs = g0_bar, [], []
+    for (w, _, idt), (h, a, _, _) in zip(hidden, kept, strict=True):
+        dgs.append(dg)
+        dgz, dg = ops.grad_bar(dg, w, _skip_mode(h.shape[-1], w.shape[-1]), a, idt)
         dgzs.append(dgz)
-        dg = _grad_bar(dgz, dg, _skip_mode(h.shape[-1], w.shape[-1]), a, idt)
-    return dgzs, dws, dg
+    return dgzs, dgs, dg
 
 
-def _backward_value_pass(y_bar: Tensor, w_out: Tensor, hidden: list, kept: list, dgzs: list, dws: list):
-    """Reverse of the forward pass, top down: dL/dW (added to dws), dL/db, dL/didt per layer and dL/dx."""
+def _backward_value_pass(y_bar: Tensor, w_out: Tensor, hidden: list, kept: list, dgzs: list, dgs: list,
+                         ops: Products):
+    """Reverse of the forward pass, top down: dL/dW (both passes' shares), dL/db, dL/didt per layer and dL/dx."""
     u, src, mode, grads = None, y_bar * w_out.transpose(1, 2), SAME, []
-    for (w, _, idt), (h, a, g, _), dgz, dw in zip(*(reversed(v) for v in (hidden, kept, dgzs, dws)), strict=True):
+    for (w, _, idt), (h, a, g, gz), dgz, dg in zip(*(reversed(v) for v in (hidden, kept, dgzs, dgs)), strict=True):
         own = _skip_mode(h.shape[-1], w.shape[-1])
         hbar, zt = _value_bar(u, src, mode, dgz, g, a, idt, write_h=own != NONE)
-        sums = zt.sum(2, keepdim=True)  # (2 or 1, nets, 1, m): dL/db, dL/didt
-        dz = zt[0]
-        dw.baddbmm_(h.expand(dz.shape[0], -1, -1).transpose(1, 2), dz)
+        dw, sums = ops.layer_grads(dg, gz, h, zt)  # sums (2 or 1, nets, 1, m): dL/db, dL/didt
         grads.append((dw, sums[0], None if idt is None else sums[1]))
-        u = torch.bmm(dz, w.transpose(1, 2))
+        u = ops.product_t(zt[0], w)
         src, mode = hbar, _transposed(own)
     return grads[::-1], _plus_skip(u, src)
 
@@ -263,6 +283,7 @@ class FittingJet(torch.autograd.Function):
         hidden, w_out, b_out = _unpack(timesteps, params)
         value, g0, kept, h_top = _forward(x, hidden, w_out, b_out, products)
         ctx.timesteps, ctx.x_nets = timesteps, x.shape[0]
+        ctx.products = (products or Products()).backward_products()
         ctx.save_for_backward(h_top, *params, *(t for layer in kept for t in layer))
         return value, g0
 
@@ -273,9 +294,9 @@ class FittingJet(torch.autograd.Function):
         nparams = sum(3 if t else 2 for t in ctx.timesteps) + 2
         hidden, w_out, _ = _unpack(ctx.timesteps, saved[:nparams])
         kept = [saved[i:i + 4] for i in range(nparams, len(saved), 4)]
-        dgzs, dws, dg_top = _backward_input_pass(g0_bar.contiguous(), hidden, kept)
+        dgzs, dgs, dg_top = _backward_input_pass(g0_bar.contiguous(), hidden, kept, ctx.products)
         dw_out = dg_top.sum(1).unsqueeze(-1).baddbmm_(h_top.transpose(1, 2), y_bar)
-        grads, x_bar = _backward_value_pass(y_bar, w_out, hidden, kept, dgzs, dws)
+        grads, x_bar = _backward_value_pass(y_bar, w_out, hidden, kept, dgzs, dgs, ctx.products)
         if ctx.x_nets == 1 and x_bar.shape[0] > 1:
             x_bar = x_bar.sum(0, keepdim=True)
         flat = [t for dw, db, didt in grads for t in (dw, db, *(() if didt is None else (didt,)))]

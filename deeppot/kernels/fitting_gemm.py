@@ -13,13 +13,19 @@ order, so x's rows are read from DRAM once (run 173, H200, f16x3 at 65,536 rows,
 0.424 -> 0.354 ms, dE/dD 0.591 -> 0.497):
 - `layer_forward`: a = tanh(h W + b), h' = S(h) + idt a (DeePMD's skip S and timestep idt);
 - `layer_grad`: g' = gz_above W_above^T + S^T(g_above), gz = g' idt (1 - a^2);
-- `product_t`: g_0 = gz W^T (dE/dD, no epilogue).
+- `product_t`: g_0 = gz W^T (dE/dD, no epilogue);
+- `grad_bar` (the training backward's input pass): dgz = dg W, then dg' = S(dg) + dgz idt (1 - a^2);
+- `layer_grads` (`_weight_grad_kernel`, the training backward): a layer's dL/dW = dg^T gz + h^T dz, the two passes'
+  shares in one accumulator, with dL/db and dL/didt, the sums of [dz, t] over rows.
 On W's parts (inference's "f16x3") the products run as `_persistent_kernel`: a few programs a multiprocessor walk
 the tiles, reading x and the parts by TMA (`PERSISTENT`, run 252: the water call's fitting kernels 2.05 -> 1.88 ms).
 Operands carry a leading nets dimension (stride 0 where one x serves every net). `value_and_input_grad`, the
 inference entry, runs `deeppot.kernels.fitting`'s forward with these products where `worth_it` says
 (`FusedProducts`), else with its cuBLAS ones. The training step's `fitting.FittingJet` takes them for its forward on
-small tiles (`TrainingProducts`; run 247, H200: water float32 0.848 -> 0.810 ms a step, copper 0.522 -> 0.512).
+small tiles (`TrainingProducts`; run 247, H200: water float32 0.848 -> 0.810 ms a step, copper 0.522 -> 0.512),
+and for its backward as tf32x3 on the same tiles (`BackwardProducts`: 12 of the step's 23 cuBLAS launches and 4
+reductions become 9 Triton launches, and the input pass's 3 elementwise kernels join its products; run 254, H200:
+water float32 0.768 -> 0.719 ms a step, copper 0.469 -> 0.463).
 Tests: tests/kernels/test_fitting.py (GPU, or Triton's interpreter on a CPU) against the reference
 `analytic.fit_with_input_grad` and, for the training products, against autograd through it.
 """
@@ -36,7 +42,7 @@ from deeppot.kernels.embedding import triton, triton_available
 from deeppot.kernels.precision import has_tma, hopper_or_newer, weight_parts
 from deeppot.model import analytic
 
-NONE_EPILOGUE, LAYER, GRAD = 0, 1, 2
+NONE_EPILOGUE, LAYER, GRAD, GRAD_BAR = 0, 1, 2, 3
 # Tile (rows, columns, k a step) and launch of each epilogue, the fastest of runs 129-130's sweeps on an H100
 # (water's products at 32,768 and 65,536 rows). MIN_ROWS: from this many rows the fused products serve. Run 129
 # (tf32x3) put it at 8,192 from the first layer alone (cuBLAS 0.065 against 0.107 ms at 2,048 rows); run 223 timed
@@ -45,10 +51,12 @@ NONE_EPILOGUE, LAYER, GRAD = 0, 1, 2
 TILES = {LAYER: dict(BM=128, BN=64, BK=32, num_warps=4, num_stages=4),
          GRAD: dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3),
          NONE_EPILOGUE: dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3)}
+TILES[GRAD_BAR] = TILES[NONE_EPILOGUE]
 # The same with "f16x3" products: one tile for all three (run 146, with the epilogues, two nets at 65,536 rows: the
 # 1600-wide layer 0.92 ms against 1.30 on the tf32x3 layer tile, dE/dD 1.21, the 240-wide grad 0.30; the 240-wide
 # layer 0.30 against 0.27 on (64, 128, 32))
-F16X3_TILES = {k: dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3) for k in (LAYER, GRAD, NONE_EPILOGUE)}
+F16X3_TILES = {k: dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3) for k in (LAYER, GRAD, NONE_EPILOGUE,
+                                                                                 GRAD_BAR)}
 MIN_ROWS = 2048
 # The inference products on W's parts ("f16x3", not training) as `_persistent_kernel`: PERSISTENT["waves"] programs a
 # multiprocessor walk the tiles, x and W's parts read by TMA, pipelined by Triton across a program's tiles (the
@@ -111,6 +119,54 @@ if triton is not None:
                   EPILOGUE, SKIP, HAS_IDT, WRITE_OUT)
 
     @triton.jit
+    def _weight_grad_kernel(a1_ptr, b1_ptr, a2_ptr, b2_ptr, y_ptr, zt_ptr, sums_ptr, n, m, a1_net, a1_row, b1_net,
+                            b1_row, a2_net, a2_row, b2_net, b2_row, ROWS: tl.constexpr, SUMS: tl.constexpr,
+                            BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr):
+        """y = a1^T b1 + a2^T b2 (nets, n, m) for one (BM, BN) tile, a (nets or 1, ROWS, n) and b (nets, ROWS, m)
+        at the given net and row strides, columns contiguous: the sum over ROWS rows (a batch's atoms; a constant,
+        as the interpreter takes no loop bound known only at run time) in one accumulator, both products in one
+        launch. The first row block's programs also sum zt (SUMS, nets, ROWS, m) over its rows into sums (SUMS,
+        nets, m). y, zt and sums are contiguous."""
+        net = tl.program_id(1).to(tl.int64)
+        tile = tl.program_id(0)
+        row = (tile // tl.cdiv(m, BN)) * BM + tl.arange(0, BM)[:, None]  # y's rows: a's columns
+        col = (tile % tl.cdiv(m, BN)) * BN + tl.arange(0, BN)[None, :]
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        acc = _transposed_product(a1_ptr + net * a1_net, a1_row, b1_ptr + net * b1_net, b1_row, row, col, ROWS, n,
+                                  m, acc, BK, PRECISION)
+        acc = _transposed_product(a2_ptr + net * a2_net, a2_row, b2_ptr + net * b2_net, b2_row, row, col, ROWS, n,
+                                  m, acc, BK, PRECISION)
+        tl.store(y_ptr + net * n * m + row * m + col, acc, mask=(row < n) & (col < m))
+        if tile < tl.cdiv(m, BN):
+            nets = tl.num_programs(1)
+            for q in tl.static_range(SUMS):
+                total = _row_sums(zt_ptr + (q * nets + net) * ROWS * m, col, m, ROWS, BK)
+                tl.store(sums_ptr + (q * nets + net) * m + col, total, mask=col < m)
+
+    @triton.jit
+    def _row_sums(z_ptr, col, m, ROWS: tl.constexpr, BK: tl.constexpr):
+        """(1, BN) sums over ROWS rows of z (ROWS, m) at columns col."""
+        kk = tl.arange(0, BK)[:, None]
+        total = tl.zeros(col.shape, dtype=tl.float32)
+        for r0 in range(0, ROWS, BK):
+            z = tl.load(z_ptr + (r0 + kk) * m + col, mask=(kk < ROWS - r0) & (col < m), other=0.0)
+            total += tl.sum(z, axis=0, keep_dims=True)
+        return total
+
+    @triton.jit
+    def _transposed_product(a_ptr, a_row, b_ptr, b_row, row, col, ROWS: tl.constexpr, n, m, acc, BK: tl.constexpr,
+                            PRECISION: tl.constexpr):
+        """acc + a^T b over ROWS rows, for y's rows `row` (a's columns) and columns `col` (b's)."""
+        kk = tl.arange(0, BK)
+        for r0 in range(0, ROWS, BK):
+            at = tl.load(a_ptr + (r0 + kk)[None, :] * a_row + row, mask=(row < n) & (kk[None, :] < ROWS - r0),
+                         other=0.0)
+            bt = tl.load(b_ptr + (r0 + kk)[:, None] * b_row + col, mask=(kk[:, None] < ROWS - r0) & (col < m),
+                         other=0.0)
+            acc = tl.dot(at, bt, acc, input_precision=PRECISION)
+        return acc
+
+    @triton.jit
     def _parts_step(x_hi, x_lo, w_hi, w_lo, acc, lo):
         """One k step of f16x3 in two running sums: acc the products of high parts, lo those with a low part (in
         units of 2^-11), added once after the last step; no per-step adds."""
@@ -135,8 +191,13 @@ if triton is not None:
             tl.store(y_ptr + at, g, mask=ok)
             a = tl.load(a_ptr + at, mask=ok, other=0.0)
             tl.store(out_ptr + at, g * _timestep(idt_ptr, net, col, ok, m, HAS_IDT) * (1.0 - a * a), mask=ok)
-        else:
+        else:  # no epilogue, or the backward's dgz = u then dg' = S(src) + dgz idt (1 - a^2)
             tl.store(y_ptr + at, acc, mask=ok)
+            if EPILOGUE == 3:
+                a = tl.load(a_ptr + at, mask=ok, other=0.0)
+                dg = _add_skip(acc * _timestep(idt_ptr, net, col, ok, m, HAS_IDT) * (1.0 - a * a), src_ptr, net,
+                               row, col, ok, s_net, s_row, n_src, SKIP)
+                tl.store(out_ptr + at, dg, mask=ok)
 
     @triton.jit
     def _parts_tile(x_desc, wh_desc, wl_desc, x_row0, w_row0, c0, K: tl.constexpr, BK: tl.constexpr):
@@ -279,11 +340,45 @@ def layer_grad(gz: Tensor, w: Tensor, src: Tensor, skip: int, a: Tensor, idt: Te
     return g, gz_new
 
 
+def product(x: Tensor, w: Tensor, precision: str = "tf32x3", training: bool = False) -> Tensor:
+    """x W (nets, rows, m), no epilogue."""
+    y = x.new_empty(_out_shape(x, w, w.shape[2]))
+    _launch(x, w, False, NONE_EPILOGUE, y, y, precision, training=training)
+    return y
+
+
+def grad_bar(dg: Tensor, w: Tensor, skip: int, a: Tensor, idt: Tensor | None, precision: str = "tf32x3",
+             training: bool = False) -> tuple[Tensor, Tensor]:
+    """`fitting.Products.grad_bar` in one launch: (dgz, dg') of a layer."""
+    dgz = torch.empty_like(a)
+    out = torch.empty_like(a)
+    _launch(dg, w, False, GRAD_BAR, dgz, out, precision, idt=idt, src=dg, a=a, skip=skip, training=training)
+    return dgz, out
+
+
 def product_t(gz: Tensor, w: Tensor, precision: str = "tf32x3", training: bool = False) -> Tensor:
     """gz W^T (nets, rows, n): the first layer's input gradient."""
     y = gz.new_empty(_out_shape(gz, w, w.shape[1]))
     _launch(gz, w, True, NONE_EPILOGUE, y, y, precision, training=training)
     return y
+
+
+def layer_grads(dg: Tensor, gz: Tensor, h: Tensor, zt: Tensor, precision: str = "tf32x3") -> tuple[Tensor, Tensor]:
+    """`fitting.Products.layer_grads` as one `_weight_grad_kernel` on the training small tile: dg (nets, rows, n),
+    h (nets or 1, rows, n), gz (nets, rows, m), zt (2 or 1, nets, rows, m) = [dz, t]; columns contiguous."""
+    zt = zt.contiguous()
+    dg, gz, h = (t if t.stride(2) == 1 else t.contiguous() for t in (dg, gz, h))
+    dz = zt[0]
+    nets, rows, m = dz.shape
+    n = dg.shape[-1]
+    y = dz.new_empty(nets, n, m)
+    sums = dz.new_empty(zt.shape[0], nets, 1, m)
+    tile = SMALL_TILE
+    grid = (triton.cdiv(n, tile["BM"]) * triton.cdiv(m, tile["BN"]), nets)
+    _weight_grad_kernel[grid](dg, gz, h, dz, y, zt, sums, n, m, _net_stride(dg), dg.stride(1), _net_stride(gz),
+                              gz.stride(1), _net_stride(h), h.stride(1), _net_stride(dz), dz.stride(1), ROWS=rows,
+                              SUMS=zt.shape[0], PRECISION=precision, **tile)
+    return y, sums
 
 
 class FusedProducts(fitting.Products):
@@ -307,18 +402,41 @@ class FusedProducts(fitting.Products):
     def product_t(self, gz, w):
         return product_t(gz, w, self.precision, self.training)
 
+    def product(self, x, w):
+        return product(x, w, self.precision, self.training)
+
+    def grad_bar(self, dg, w, mode, a, idt):
+        return grad_bar(dg, w, mode, a, idt, self.precision, self.training)
+
 
 class TrainingProducts(FusedProducts):
     """The training step's forward products (value and input gradient, `fitting.FittingJet`) as f16x3 on small
     tiles with their elementwise work: the weights change every step, so each kernel splits them itself. Its
-    backward keeps cuBLAS: those products multiply the loss's gradients, which float16's range does not bound.
+    backward's products run on the same tiles as tf32x3 (`backward_products`): they multiply the loss's gradients,
+    which float16's range does not bound.
     For float32 nets on Hopper-class GPUs whose values `precision.float32_products` finds within float16's range
     (`EnergyModel.use_fitting_kernel`)."""
 
     training = True
 
+    def __init__(self, precision: str = "f16x3") -> None:
+        super().__init__(precision)
+
+    def backward_products(self) -> fitting.Products:
+        """The backward's products on the same small tiles as three TF32 products, which need no bound on the
+        loss's gradients: x W, x W^T and each layer's parameter gradients (`BackwardProducts`)."""
+        return BackwardProducts()
+
+
+class BackwardProducts(TrainingProducts):
+    """`TrainingProducts`' backward: tf32x3 products on small tiles; a layer's dL/dW (its two shares, one from each
+    pass of `fitting.FittingJet.backward`), dL/db and dL/didt in one launch."""
+
     def __init__(self) -> None:
-        super().__init__("f16x3")
+        super().__init__("tf32x3")
+
+    def layer_grads(self, dg, gz, h, zt):
+        return layer_grads(dg, gz, h, zt, self.precision)
 
 
 def value_and_input_grad(nets, x: Tensor, k: int | None, precision: str = "tf32x3") -> tuple[Tensor, Tensor]:

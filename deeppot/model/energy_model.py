@@ -173,8 +173,9 @@ class EnergyModel(nn.Module):
         """Swap in the fitting nets with the hand-written backward (`deeppot.kernels.fitting`) if Triton runs on
         `device` and the nets qualify. Returns None where it did not, else what its forward's products run on:
         "f16x3" (`fitting_gemm.TrainingProducts`: float32 nets within float16's range on a Hopper-class GPU,
-        unless TF32 is allowed) or "cuBLAS". The range is checked once, on the statistics and weights held now (a
-        --restart's weights are loaded after, as for `precision.embedding_products`)."""
+        unless TF32 is allowed; the backward's run as tf32x3) or "cuBLAS" (both ways). The range is checked once,
+        on the statistics and weights held now (a --restart's weights are loaded after, as for
+        `precision.embedding_products`)."""
         from deeppot.kernels import fitting, fitting_gemm, precision
         from deeppot.kernels.embedding import triton_available
 

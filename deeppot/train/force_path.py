@@ -101,8 +101,8 @@ def pick_embedding(model, sampler, request: PathOptions, compiled: bool, memory:
         log.info("forces and virial from dE/dr_ij: fused Triton kernels")
     products = None if compiled or memory.bf16 else model.use_fitting_kernel(device)  # bf16 autocasts the reference
     if products:
-        log.info("fitting nets: hand-written backward (Triton kernels; forward products: %s, backward: cuBLAS)",
-                 products)
+        log.info("fitting nets: hand-written backward (Triton kernels; products: %s forward, %s backward)",
+                 products, "tf32x3" if products == "f16x3" else products)
     if request.fused_kernels or memory.bf16 or (not compiled and request.tf32) or \
             (compiled and not one_net_per_slot(model.descriptor)):
         use_fused(model, device, request.tf32)

@@ -61,13 +61,32 @@ def test_jet_and_its_backward_equal_autograd(dtype, shape, resnet_dt, ntypes):
 
 @pytest.mark.parametrize("shape", ["water-like", "doubling", "wide-input"])
 @pytest.mark.parametrize("resnet_dt", [True, False])
-def test_jet_with_the_training_products_equals_autograd(shape, resnet_dt):
-    """The forward's products as f16x3 on small tiles, the weights split in the kernel (`TrainingProducts`)."""
-    check_jet(torch.float32, shape, resnet_dt, 3, fitting_gemm.TrainingProducts())
+@pytest.mark.parametrize("atoms", [37, 150])  # one k step of the backward's dL/dW, or three with a ragged last one
+def test_jet_with_the_training_products_equals_autograd(shape, resnet_dt, atoms):
+    """The forward's products as f16x3 on small tiles, the weights split in the kernel, and the backward's as
+    tf32x3 (`TrainingProducts`)."""
+    check_jet(torch.float32, shape, resnet_dt, 3, fitting_gemm.TrainingProducts(), atoms)
 
 
-def check_jet(dtype, shape, resnet_dt, ntypes, products):
-    nets, x = nets_and_input(shape, ntypes, resnet_dt, dtype)
+@pytest.mark.parametrize("one_h", [True, False])
+@pytest.mark.parametrize("timestep", [True, False])
+def test_layer_grads_equal_float64_products_and_sums(one_h, timestep):
+    """`fitting_gemm.layer_grads` against float64: dg^T gz + h^T dz and zt's sums over rows, on ragged tiles, h one
+    net for all or one a net at a row stride that is not its width."""
+    gen = torch.Generator().manual_seed(5)
+    rand = functools.partial(torch.randn, generator=gen, dtype=torch.float64)
+    nets, rows, n, m = 3, 150, 70, 40
+    dg, gz, zt = rand(nets, rows, n), rand(nets, rows, m), rand(2 if timestep else 1, nets, rows, m)
+    h = rand(1 if one_h else nets, rows, n + 5)[..., :n]
+    dw, sums = fitting_gemm.layer_grads(*(t.float().to(DEVICE) for t in (dg, gz, h, zt)))
+    want = dg.transpose(1, 2) @ gz + h.expand(nets, -1, -1).transpose(1, 2) @ zt[0]
+    assert dw.shape == (nets, n, m) and dw.is_contiguous() and sums.shape == (zt.shape[0], nets, 1, m)
+    torch.testing.assert_close(dw.double().cpu(), want, rtol=1e-5, atol=2e-5 * want.abs().max().item())
+    torch.testing.assert_close(sums.double().cpu(), zt.sum(2, keepdim=True), rtol=1e-5, atol=1e-4)
+
+
+def check_jet(dtype, shape, resnet_dt, ntypes, products, atoms=37):
+    nets, x = nets_and_input(shape, ntypes, resnet_dt, dtype, atoms)
     gen = torch.Generator().manual_seed(11)
     weights = [torch.randn(ntypes, x.shape[1], k, generator=gen, dtype=dtype).to(DEVICE) for k in (1, x.shape[-1])]
     want = value_grad_and_gradients(analytic.fit_with_input_grad, nets, x, weights)
