@@ -32,7 +32,7 @@ def signature(kernel, meta: dict, pointer: str) -> dict[str, str]:
     for name in kernel.arg_names:
         if name in meta:
             types[name] = "constexpr"
-        elif name in ("net_ptr", "starts_ptr"):
+        elif name in ("net_ptr", "starts_ptr", "order_ptr"):
             types[name] = "*i32"
         elif name == "nlist_ptr":
             types[name] = "*i64"

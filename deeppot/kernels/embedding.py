@@ -259,10 +259,15 @@ if triton is not None:
         return gw, gb, gx_in, gdx_in
 
     @triton.jit
-    def _program_slots(net_ptr, starts_ptr, nblocks):
-        """This program's (atom, block): its id, atom, first slot and slot count in the block, and its net."""
-        pid = tl.program_id(0)
-        atom, blk = pid // nblocks, pid % nblocks
+    def _program_slots(net_ptr, starts_ptr, order_ptr, nblocks, natoms):
+        """This program's (atom, block): its id (atom * nblocks + block), atom, first slot and slot count in the
+        block, and its net. Programs run block by block, the largest first (order: the blocks by size), not atom by
+        atom: the longest programs start first and the short ones fill the last wave (the backward holds one program
+        a multiprocessor). Run 254 (H200, train_bench.py, with the fitting backward's products on Triton): water
+        float32 0.724 -> 0.703 ms a step."""
+        q = tl.program_id(0)
+        atom, blk = q % natoms, tl.load(order_ptr + q // natoms)
+        pid = atom * nblocks + blk
         start = tl.load(starts_ptr + blk)
         return pid, atom, start, tl.load(starts_ptr + blk + 1) - start, tl.load(net_ptr + pid)
 
@@ -331,12 +336,12 @@ if triton is not None:
 
     @triton.jit
     def _embed_fwd_kernel(rr_ptr, nlist_ptr, net_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr,
-                          g_ptr, dg_ptr, nnei, nblocks,
+                          g_ptr, dg_ptr, order_ptr, nnei, nblocks, natoms,
                           N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
                           L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                           BLOCK: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr,
                           SKIP_PADDING: tl.constexpr):
-        atom, start, length, k = _program_slots(net_ptr, starts_ptr, nblocks)[1:]
+        atom, start, length, k = _program_slots(net_ptr, starts_ptr, order_ptr, nblocks, natoms)[1:]
         w1, b1, w2, b2, w3, b3 = _net_weights(w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr, k, N1, N2, N3,
                                               L1, L2, L3, _WEIGHTS_AS_GIVEN)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
@@ -464,14 +469,14 @@ if triton is not None:
 
     @triton.jit
     def _embed_bwd_kernel(rr_ptr, nlist_ptr, net_ptr, starts_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr, w3_ptr, b3_ptr,
-                          gg_ptr, gdg_ptr, part_ptr, extra_ptr, nnei, nblocks, part_stride,
+                          gg_ptr, gdg_ptr, part_ptr, extra_ptr, order_ptr, nnei, nblocks, natoms, part_stride,
                           N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
                           L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                           BLOCK: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr,
                           SKIP_PADDING: tl.constexpr):
         # Weights are re-read (from cache) in every chunk and weight gradients added to this program's slice of
         # `part` chunk by chunk: nothing large stays live across iterations, which keeps registers from spilling.
-        pid, atom, start, length, k = _program_slots(net_ptr, starts_ptr, nblocks)
+        pid, atom, start, length, k = _program_slots(net_ptr, starts_ptr, order_ptr, nblocks, natoms)
         base1 = part_ptr + pid * part_stride
         extra_ptr += pid * 2 * N3
         if SKIP_PADDING:
@@ -528,35 +533,36 @@ class _EmbedJet(torch.autograd.Function):
     (G, dG/ds) per slot. With nlist, chunks of padding only take slot 0's values (see `_padding_only`)."""
 
     @staticmethod
-    def forward(ctx, rr, nlist, net_index, starts, sel, precision, *params):
+    def forward(ctx, rr, nlist, net_index, starts, order, sel, precision, *params):
         nf, nloc, nnei, _ = rr.shape
         meta = dict(_launch_meta(params, sel, precision), SKIP_PADDING=nlist is not None)
         nlist = rr if nlist is None else nlist  # any pointer: not read without SKIP_PADDING
         g = rr.new_empty(nf, nloc, nnei, meta["N3"])
         dg = torch.empty_like(g)
         nblocks = starts.numel() - 1
-        _embed_fwd_kernel[(nf * nloc * nblocks,)](rr, nlist, net_index, starts, *params, g, dg, nnei, nblocks,
-                                                  **meta)
-        ctx.save_for_backward(rr, nlist, net_index, starts, *params)
+        _embed_fwd_kernel[(nf * nloc * nblocks,)](rr, nlist, net_index, starts, *params, g, dg, order, nnei,
+                                                  nblocks, nf * nloc, **meta)
+        ctx.save_for_backward(rr, nlist, net_index, starts, order, *params)
         ctx.meta, ctx.every_block_runs = meta, min(sel) > 0
         return g, dg
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, g_bar, dg_bar):
-        rr, nlist, net_index, starts, *params = ctx.saved_tensors
+        rr, nlist, net_index, starts, order, *params = ctx.saved_tensors
         nnei = rr.shape[2]
         nprog = net_index.numel()
         sizes = [p[0].numel() for p in params]  # per-net sizes of W1, b1, W2, b2, W3, b3
         part = _partial_sums(rr, nprog, sum(sizes), zeroed=not ctx.every_block_runs)
         extra = rr.new_empty(nprog if ctx.meta["SKIP_PADDING"] else 0, 2, ctx.meta["N3"])  # padding's gradients
         _embed_bwd_kernel[(nprog,)](rr, nlist, net_index, starts, *params, g_bar.contiguous(), dg_bar.contiguous(),
-                                    part, extra, nnei, starts.numel() - 1, part.shape[1], **ctx.meta)
+                                    part, extra, order, nnei, starts.numel() - 1, nprog // (starts.numel() - 1),
+                                    part.shape[1], **ctx.meta)
         nnets = params[0].shape[0]
         owner = (net_index.reshape(1, -1) == torch.arange(nnets, device=rr.device)[:, None]).to(part.dtype)
         total = owner @ part  # (nnets, sum(sizes)): each net's partial sums, reduced by one GEMM
         grads = [chunk.reshape(p.shape) for chunk, p in zip(total.split(sizes, dim=1), params, strict=True)]
-        return None, None, None, None, None, None, *grads
+        return None, None, None, None, None, None, None, *grads
 
 
 def _partial_sums(rr: Tensor, nprog: int, width: int, zeroed: bool) -> Tensor:
@@ -566,10 +572,13 @@ def _partial_sums(rr: Tensor, nprog: int, width: int, zeroed: bool) -> Tensor:
 
 
 @functools.cache
-def _block_tables(sel: tuple[int, ...], device: torch.device) -> tuple[Tensor, Tensor]:
-    """Block starts and indices, made once per device: a host-to-device copy cannot happen inside graph capture."""
+def _block_tables(sel: tuple[int, ...], device: torch.device) -> tuple[Tensor, Tensor, Tensor]:
+    """Block starts, indices, and indices by size (largest first), made once per device: a host-to-device copy
+    cannot happen inside graph capture."""
     starts = torch.tensor([0, *accumulate(sel)], dtype=torch.int32, device=device)
-    return starts, torch.arange(len(sel), dtype=torch.int32, device=device)
+    by_size = sorted(range(len(sel)), key=lambda b: -sel[b])
+    return (starts, torch.arange(len(sel), dtype=torch.int32, device=device),
+            torch.tensor(by_size, dtype=torch.int32, device=device))
 
 
 def embed_all(d, rr: Tensor, center_type: Tensor, layout: SlotLayout | None = None, nlist: Tensor | None = None,
@@ -589,7 +598,7 @@ def embed_all(d, rr: Tensor, center_type: Tensor, layout: SlotLayout | None = No
         raise ValueError("the fused embedding kernels give no gradient with respect to positions; "
                          "use deeppot.model.analytic.embed_all where rr requires grad")
     sel = list_sel(d.sel, layout)
-    starts, blocks = _block_tables(tuple(sel), rr.device)
+    starts, blocks, order = _block_tables(tuple(sel), rr.device)
     if d.type_one_side:
         net_index = blocks.expand(center_type.numel(), -1)
     else:
@@ -598,4 +607,4 @@ def embed_all(d, rr: Tensor, center_type: Tensor, layout: SlotLayout | None = No
     if rr.dtype == torch.float64:
         precision = "ieee"
     skip = None if layout is None or nlist is None else nlist.contiguous()
-    return _EmbedJet.apply(rr.contiguous(), skip, net_index.contiguous(), starts, sel, precision, *params)
+    return _EmbedJet.apply(rr.contiguous(), skip, net_index.contiguous(), starts, order, sel, precision, *params)
