@@ -340,13 +340,6 @@ def layer_grad(gz: Tensor, w: Tensor, src: Tensor, skip: int, a: Tensor, idt: Te
     return g, gz_new
 
 
-def product(x: Tensor, w: Tensor, precision: str = "tf32x3", training: bool = False) -> Tensor:
-    """x W (nets, rows, m), no epilogue."""
-    y = x.new_empty(_out_shape(x, w, w.shape[2]))
-    _launch(x, w, False, NONE_EPILOGUE, y, y, precision, training=training)
-    return y
-
-
 def grad_bar(dg: Tensor, w: Tensor, skip: int, a: Tensor, idt: Tensor | None, precision: str = "tf32x3",
              training: bool = False) -> tuple[Tensor, Tensor]:
     """`fitting.Products.grad_bar` in one launch: (dgz, dg') of a layer."""
@@ -402,9 +395,6 @@ class FusedProducts(fitting.Products):
     def product_t(self, gz, w):
         return product_t(gz, w, self.precision, self.training)
 
-    def product(self, x, w):
-        return product(x, w, self.precision, self.training)
-
     def grad_bar(self, dg, w, mode, a, idt):
         return grad_bar(dg, w, mode, a, idt, self.precision, self.training)
 
@@ -419,8 +409,8 @@ class TrainingProducts(FusedProducts):
 
     training = True
 
-    def __init__(self, precision: str = "f16x3") -> None:
-        super().__init__(precision)
+    def __init__(self) -> None:
+        super().__init__("f16x3")
 
     def backward_products(self) -> fitting.Products:
         """The backward's products on the same small tiles as three TF32 products, which need no bound on the
@@ -428,9 +418,11 @@ class TrainingProducts(FusedProducts):
         return BackwardProducts()
 
 
-class BackwardProducts(TrainingProducts):
-    """`TrainingProducts`' backward: tf32x3 products on small tiles; a layer's dL/dW (its two shares, one from each
-    pass of `fitting.FittingJet.backward`), dL/db and dL/didt in one launch."""
+class BackwardProducts(FusedProducts):
+    """`TrainingProducts`' backward: tf32x3 products on the training small tiles; a layer's dL/dW (its two shares,
+    one from each pass of `fitting.FittingJet.backward`), dL/db and dL/didt in one launch."""
+
+    training = True
 
     def __init__(self) -> None:
         super().__init__("tf32x3")
