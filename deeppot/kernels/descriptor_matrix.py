@@ -6,6 +6,11 @@ these are batched 100 x 4 x 16 GEMMs, a pad and an add (2.8 ms at 98,304 water a
 nets' per-type atoms were gathered from D and scattered back into dE/dD (four more passes over D). Here each
 kernel reads T, writes D or dE/dT once, and takes an optional index: the rows of one type's atoms, so D of a type
 is written contiguously from the whole T and dE/dT goes straight to its atoms' rows.
+Training (`trainable_descriptor`, `trainable_t_bar`, the model's `desc_fn` and `t_bar_fn` after
+`EnergyModel.use_descriptor_kernel`) differentiates both once more. D's backward is dE/dT's product, B(dL/dD, T);
+dE/dT = B(dE/dD, T) is bilinear, and from U = dL/d(dE/dT) its backward is B(dE/dD, U) and U^T T< + T^T U< (the
+descriptor kernel with SYM). PyTorch took ~20 kernels for the two forward and backward (batched GEMMs, a pad, a
+slice's gradient, adds); these take 5.
 Tests: tests/kernels/test_descriptor_matrix.py (GPU, or Triton's interpreter on a CPU).
 """
 
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 from deeppot.kernels import embedding
 
@@ -40,14 +46,19 @@ if embedding.triton is not None:
         return tl.load(t_ptr + (atom * 4 + c)[:, None] * M1 + cols[None, :], mask=ok, other=0.0)
 
     @triton.jit
-    def _descriptor_kernel(t_ptr, idx_ptr, d_ptr, n, M1: tl.constexpr, M2: tl.constexpr, MP: tl.constexpr,
-                           KP: tl.constexpr, ATOMS: tl.constexpr, HAS_INDEX: tl.constexpr):
+    def _descriptor_kernel(x_ptr, y_ptr, idx_ptr, d_ptr, n, M1: tl.constexpr, M2: tl.constexpr, MP: tl.constexpr,
+                           KP: tl.constexpr, ATOMS: tl.constexpr, HAS_INDEX: tl.constexpr, SYM: tl.constexpr):
+        """D[m, k] = sum_c X[c, m] Y[c, k] (k < m2), plus Y[c, m] X[c, k] if SYM: D is X = Y = T, SYM the way back
+        from dE/dT's gradient to dE/dD's (module docstring)."""
         rows, real, atom = _rows(idx_ptr, n, ATOMS, HAS_INDEX)
         m, k = tl.arange(0, MP), tl.arange(0, KP)
-        acc = tl.zeros((ATOMS, MP, KP), dtype=t_ptr.dtype.element_ty)
+        acc = tl.zeros((ATOMS, MP, KP), dtype=x_ptr.dtype.element_ty)
         for c in tl.static_range(4):
-            t_c, lt_c = _t_row(t_ptr, atom, real, c, m, M1, M1), _t_row(t_ptr, atom, real, c, k, M2, M1)
-            acc += t_c[:, :, None] * lt_c[:, None, :]
+            x_c, ly_c = _t_row(x_ptr, atom, real, c, m, M1, M1), _t_row(y_ptr, atom, real, c, k, M2, M1)
+            acc += x_c[:, :, None] * ly_c[:, None, :]
+            if SYM:
+                y_c, lx_c = _t_row(y_ptr, atom, real, c, m, M1, M1), _t_row(x_ptr, atom, real, c, k, M2, M1)
+                acc += y_c[:, :, None] * lx_c[:, None, :]
         out = d_ptr + rows[:, None, None] * (M1 * M2) + (m[:, None] * M2 + k[None, :])[None, :, :]
         ok = real[:, None, None] & ((m < M1)[:, None] & (k < M2)[None, :])[None, :, :]
         tl.store(out, acc.to(d_ptr.dtype.element_ty), mask=ok)
@@ -78,15 +89,18 @@ def _launch(n: int, index: Tensor | None, t_mat: Tensor, m2: int) -> tuple[tuple
     return (triton.cdiv(n, ATOMS),), idx, meta
 
 
-def descriptor_from_t(t_mat: Tensor, m2: int, dtype: torch.dtype, index: Tensor | None = None) -> Tensor:
+def descriptor_from_t(t_mat: Tensor, m2: int, dtype: torch.dtype, index: Tensor | None = None,
+                      other: Tensor | None = None) -> Tensor:
     """D = T^T T< (n, M1 * m2) in `dtype` of the atoms `index` (all when None), from t_mat (natoms, 4, M1):
-    `analytic.descriptor_from_t` (computed in t_mat's precision, rounded once to dtype)."""
+    `analytic.descriptor_from_t` (computed in t_mat's precision, rounded once to dtype). With `other` (U, shaped
+    as t_mat): U^T T< + T^T U< instead, the gradient of dE/dT's product with respect to dE/dD."""
     t_mat = t_mat.contiguous()
     n = t_mat.shape[0] if index is None else len(index)
     desc = torch.empty(n, t_mat.shape[-1] * m2, dtype=dtype, device=t_mat.device)
     if n:
         grid, idx, meta = _launch(n, index, t_mat, m2)
-        _descriptor_kernel[grid](t_mat, idx, desc, n, **meta)
+        x = other.contiguous() if other is not None else t_mat
+        _descriptor_kernel[grid](x, t_mat, idx, desc, n, SYM=other is not None, **meta)
     return desc
 
 
@@ -101,3 +115,48 @@ def t_bar_from_desc_grad(d_desc: Tensor, t_mat: Tensor, index: Tensor | None = N
         grid, idx, meta = _launch(n, index, t_mat, d_desc.shape[-1] // m1)
         _t_bar_kernel[grid](d_desc.contiguous(), t_mat, idx, out, n, **meta)
     return out
+
+
+class _Descriptor(torch.autograd.Function):
+    """D = T^T T< of training's atoms; its backward is the product of `t_bar_from_desc_grad`: dL/dT = B(dL/dD, T)."""
+
+    @staticmethod
+    def forward(ctx, t_mat: Tensor, m2: int) -> Tensor:
+        ctx.save_for_backward(t_mat)
+        return descriptor_from_t(t_mat, m2, t_mat.dtype)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, d_bar: Tensor):
+        (t_mat,) = ctx.saved_tensors
+        return t_bar_from_desc_grad(d_bar, t_mat), None
+
+
+class _TBar(torch.autograd.Function):
+    """dE/dT = B(dE/dD, T), bilinear. From U = dL/d(dE/dT): dL/d(dE/dD) = U^T T< + T^T U< and dL/dT = B(dE/dD, U)
+    (B's two terms trade places under the transpose)."""
+
+    @staticmethod
+    def forward(ctx, d_desc: Tensor, t_mat: Tensor) -> Tensor:
+        ctx.save_for_backward(d_desc, t_mat)
+        return t_bar_from_desc_grad(d_desc, t_mat)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, u: Tensor):
+        d_desc, t_mat = ctx.saved_tensors
+        m2 = d_desc.shape[-1] // t_mat.shape[-1]
+        return descriptor_from_t(t_mat, m2, d_desc.dtype, other=u), t_bar_from_desc_grad(d_desc, u.contiguous())
+
+
+def trainable_descriptor(t_mat: Tensor, m2: int) -> Tensor:
+    """`analytic.descriptor_from_t` for training, (..., 4, M1) -> (..., M1 * m2): one kernel each way where
+    PyTorch takes a batched GEMM forward and two with a slice's gradient backward."""
+    return _Descriptor.apply(t_mat.reshape(-1, *t_mat.shape[-2:]), m2).reshape(*t_mat.shape[:-2], -1)
+
+
+def trainable_t_bar(d_desc: Tensor, t_mat: Tensor) -> Tensor:
+    """`analytic.t_bar_from_desc_grad` for training, d_desc (..., M1, m2), t_mat (..., 4, M1) -> (..., 4, M1): one
+    kernel forward and two backward, where PyTorch takes two batched GEMMs, a pad and an add, and twice that back."""
+    flat = t_mat.reshape(-1, *t_mat.shape[-2:])
+    return _TBar.apply(d_desc.reshape(flat.shape[0], -1), flat).reshape(t_mat.shape)

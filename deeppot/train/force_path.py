@@ -1,15 +1,16 @@
 """How this run's training step computes energies, forces and the loss: which embedding net (the fused Triton
 kernels or PyTorch's), and whether torch.compile fuses the rest (`batch_loss`: forces, virial and loss of a batch).
 
-Measured on one H100 (benchmarks/results, runs 32-37; ms per water float32 step): the fused kernels 1.65, forces
-compiled with PyTorch's embedding 1.22 (around the fused kernels 1.34), forces and loss compiled 1.11. Compiling
-costs start-up time instead (12-14 s with a warm Inductor cache, 30-45 s cold), and each batch shape compiles its
-own graphs, so by default it is done where it pays: a GPU run of at least `COMPILE_MIN_STEPS` steps and at most
-`COMPILE_MAX_SHAPES` batch shapes, in one process, without the memory options; `training.enable_compile` or
-`--compile on|off` decide otherwise. Under compile the embedding follows a rule from the same measurements:
+Measured on one H100 (benchmarks/results, run 255, ms a step, default against compiled, one process each): water
+float32 0.696 against 0.845, copper 0.461 against 0.485, the alloy 0.619 against 0.749, water float64 1.177
+against 0.991. The default float32 step (the fused kernels on f16x3 products) is the faster one, so only float64
+models compile by themselves. Compiling costs start-up time (12-14 s with a warm Inductor cache, 26-45 s cold),
+and each batch shape compiles its own graphs, so it is done where it pays: a float64 GPU run of at least
+`COMPILE_MIN_STEPS` steps and at most `COMPILE_MAX_SHAPES` batch shapes, in one process, without the memory
+options; `training.enable_compile` or `--compile` decide otherwise. Under compile the embedding follows a rule:
 PyTorch's (compiled with the rest) where each slot goes through one net, the fused kernels for two-sided
-descriptors of several types, whose PyTorch form runs every net on every slot (alloy: 2.46 ms against 1.31).
-The rule held with the f16x3 kernels too (run 244, H200, compiled steps with PyTorch's embedding against the
+descriptors of several types, whose PyTorch form runs every net on every slot (alloy: 2.46 ms against 1.31, run
+36). The rule held with the f16x3 kernels too (run 244, H200, compiled steps with PyTorch's embedding against the
 kernels: water float32 0.812 against 0.826 ms, copper 0.473 against 0.483, water float64 0.910 against 1.125).
 Without compile the faster of the two is timed (deeppot.train.kernel_choice).
 """
@@ -31,7 +32,7 @@ from deeppot.train.memory import MemoryOptions
 
 log = logging.getLogger("deeppot")
 
-COMPILE_MIN_STEPS = 100_000  # ~0.4 ms saved a step pays a cold compile back within this many steps
+COMPILE_MIN_STEPS = 200_000  # float64 saves ~0.19 ms a step: a cold compile (~26-45 s) pays back within this many
 COMPILE_MAX_SHAPES = 2  # each batch shape compiles anew (10-15 s): automatic only for this few
 
 
@@ -51,15 +52,16 @@ class PathOptions:
 
 
 def wants_compile(request: PathOptions, training: dict, steps: int, device: torch.device,
-                  memory: MemoryOptions, shapes: int = 1) -> bool:
-    """shapes: the distinct batch shapes of training and validation (each compiles its own graphs)."""
+                  memory: MemoryOptions, dtype: torch.dtype, shapes: int = 1) -> bool:
+    """dtype: the model's precision (float32 steps run faster uncompiled); shapes: the distinct batch shapes of
+    training and validation (each compiles its own graphs)."""
     explicit = request.compile if request.compile is not None else training.get("enable_compile") or None
     if explicit and memory.swaps_model:
         raise TrainingError(f"torch.compile does not combine with {', '.join(memory.names())}: turn one off")
     if explicit is not None:
         return explicit
-    return (device.type == "cuda" and steps >= COMPILE_MIN_STEPS and shapes <= COMPILE_MAX_SHAPES
-            and not request.distributed and not memory.swaps_model)
+    return (device.type == "cuda" and dtype == torch.float64 and steps >= COMPILE_MIN_STEPS
+            and shapes <= COMPILE_MAX_SHAPES and not request.distributed and not memory.swaps_model)
 
 
 def distinct_shapes(*samplers) -> int:
@@ -97,6 +99,8 @@ def pick_embedding(model, sampler, request: PathOptions, compiled: bool, memory:
         log.info("environment matrix: fused Triton kernel")
     if not compiled and model.use_pair_grad_kernel(device):
         log.info("dE/dr_ij from dE/dT: fused Triton kernels")
+    if not compiled and model.use_descriptor_kernel(device):
+        log.info("D from T and dE/dT from dE/dD: Triton kernels")
     if not compiled and model.use_forces_kernel(device):
         log.info("forces and virial from dE/dr_ij: fused Triton kernels")
     products = None if compiled or memory.bf16 else model.use_fitting_kernel(device)  # bf16 autocasts the reference
@@ -174,5 +178,5 @@ def compile_or_fall_back(model, sampler, loss) -> Callable:
                     str(err).splitlines()[0] if str(err) else "")
         return batch_loss
     log.info("forces and loss compiled with torch.compile (training.enable_compile or --compile; automatic for "
-             "GPU runs of %d steps or more)", COMPILE_MIN_STEPS)
+             "float64 GPU runs of %d steps or more)", COMPILE_MIN_STEPS)
     return run

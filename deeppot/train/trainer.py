@@ -104,7 +104,8 @@ class Trainer:
         self.lr = build_lr(config["learning_rate"], self.numb_steps)
         self.loss = EnergyLoss(config["loss"], self.lr.start_lr)
         request = PathOptions(options.fused_kernels, options.compile, options.tf32, use_graph, options.dist.enabled)
-        compiled = wants_compile(request, tr, self.numb_steps, options.device, self.memory,
+        precision = next(self.model.descriptor.parameters()).dtype
+        compiled = wants_compile(request, tr, self.numb_steps, options.device, self.memory, precision,
                                  distinct_shapes(self.train_data, self.valid_data))
         with self.startup.phase("embedding choice" + (" and torch.compile" if compiled else "")):
             # model and loss of one batch, as the step and validation run them (compiled or not)

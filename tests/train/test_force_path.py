@@ -26,26 +26,30 @@ def request(compile=None, tf32=False, distributed=False) -> PathOptions:
     return PathOptions(fused_kernels=None, compile=compile, tf32=tf32, graphed=True, distributed=distributed)
 
 
-@pytest.mark.parametrize(("req", "training", "steps", "device", "memory", "expected"), [
-    (request(), {}, COMPILE_MIN_STEPS, CUDA, MemoryOptions(), True),           # a long GPU run
-    (request(), {}, COMPILE_MIN_STEPS - 1, CUDA, MemoryOptions(), False),      # too short to pay back
-    (request(), {}, 10**6, CPU, MemoryOptions(), False),                       # CPU runs compile only on request
-    (request(distributed=True), {}, 10**6, CUDA, MemoryOptions(), False),
-    (request(tf32=True), {}, 10**6, CUDA, MemoryOptions(), True),              # TF32 GEMMs compile too
-    (request(), {}, 10**6, CUDA, MemoryOptions(atom_chunk=64), False),
-    (request(), {"enable_compile": True}, 10, CPU, MemoryOptions(), True),     # DeePMD-kit's key
-    (request(compile=False), {"enable_compile": True}, 10**6, CUDA, MemoryOptions(), False),  # --compile off
-    (request(compile=True), {}, 10, CPU, MemoryOptions(), True),
+F64, F32 = torch.float64, torch.float32
+
+
+@pytest.mark.parametrize(("req", "training", "steps", "device", "memory", "dtype", "expected"), [
+    (request(), {}, COMPILE_MIN_STEPS, CUDA, MemoryOptions(), F64, True),           # a long float64 GPU run
+    (request(), {}, COMPILE_MIN_STEPS - 1, CUDA, MemoryOptions(), F64, False),      # too short to pay back
+    (request(), {}, 10**7, CUDA, MemoryOptions(), F32, False),                      # float32 runs faster uncompiled
+    (request(), {}, 10**6, CPU, MemoryOptions(), F64, False),                       # CPU compiles only on request
+    (request(distributed=True), {}, 10**6, CUDA, MemoryOptions(), F64, False),
+    (request(tf32=True), {}, 10**6, CUDA, MemoryOptions(), F64, True),              # TF32 GEMMs compile too
+    (request(), {}, 10**6, CUDA, MemoryOptions(atom_chunk=64), F64, False),
+    (request(), {"enable_compile": True}, 10, CPU, MemoryOptions(), F32, True),     # DeePMD-kit's key
+    (request(compile=False), {"enable_compile": True}, 10**6, CUDA, MemoryOptions(), F64, False),  # --compile off
+    (request(compile=True), {}, 10, CPU, MemoryOptions(), F32, True),
 ])
-def test_when_to_compile(req, training, steps, device, memory, expected):
-    assert wants_compile(req, training, steps, device, memory) is expected
+def test_when_to_compile(req, training, steps, device, memory, dtype, expected):
+    assert wants_compile(req, training, steps, device, memory, dtype) is expected
 
 
 def test_many_batch_shapes_are_not_compiled_by_default():
     """Each shape compiles its own graphs: past COMPILE_MAX_SHAPES the automatic choice stays uncompiled."""
     many = force_path.COMPILE_MAX_SHAPES + 1
-    assert not wants_compile(request(), {}, 10**6, CUDA, MemoryOptions(), shapes=many)
-    assert wants_compile(request(compile=True), {}, 10**6, CUDA, MemoryOptions(), shapes=many)
+    assert not wants_compile(request(), {}, 10**6, CUDA, MemoryOptions(), F64, shapes=many)
+    assert wants_compile(request(compile=True), {}, 10**6, CUDA, MemoryOptions(), F32, shapes=many)
 
 
 def test_distinct_shapes_counts_atoms_and_frames(tmp_path):
@@ -57,7 +61,7 @@ def test_distinct_shapes_counts_atoms_and_frames(tmp_path):
 
 def test_compile_with_a_memory_option_is_refused():
     with pytest.raises(TrainingError, match=r"does not combine with training\.activation_checkpointing"):
-        wants_compile(request(compile=True), {}, 10, CUDA, MemoryOptions(checkpointing=True))
+        wants_compile(request(compile=True), {}, 10, CUDA, MemoryOptions(checkpointing=True), F64)
 
 
 def test_the_embedding_rule_under_compile():
