@@ -202,7 +202,7 @@ def _add_train_command(sub) -> None:
     p.add_argument("--no-fused-kernels", action="store_true", help="the same as --fused-kernels off")
     p.add_argument("--compile", choices=["auto", "on", "off"], default="auto",
                    help="torch.compile the force computation: faster steps for seconds of start-up; auto (default): "
-                        "as training.enable_compile says, or on for GPU runs of 100,000 steps or more")
+                        "as training.enable_compile says, or on for float64 GPU runs of 200,000 steps or more")
     p.add_argument("--tf32", action="store_true",
                    help="mixed precision: float32 GEMMs (fused embedding kernels, cuBLAS, compiled step) on TF32 "
                         "tensor cores (float32 models on a GPU)")
