@@ -103,14 +103,9 @@ class Trainer:
         use_graph = use_cuda_graph(options.cuda_graph, options.device, self.memory, options.dist.world_size)
         self.lr = build_lr(config["learning_rate"], self.numb_steps)
         self.loss = EnergyLoss(config["loss"], self.lr.start_lr)
-        request = PathOptions(options.fused_kernels, options.compile, options.tf32, use_graph, options.dist.enabled)
-        precision = next(self.model.descriptor.parameters()).dtype
-        compiled = wants_compile(request, tr, self.numb_steps, options.device, self.memory, precision,
-                                 distinct_shapes(self.train_data, self.valid_data))
-        with self.startup.phase("embedding choice" + (" and torch.compile" if compiled else "")):
-            # model and loss of one batch, as the step and validation run them (compiled or not)
-            self.batch_loss = choose_force_path(self.model, self.train_data, self.loss, request, compiled,
-                                                self.memory)
+        # model and loss of one batch, as the step and validation run them (compiled or not)
+        self.batch_loss = self._force_path(PathOptions(options.fused_kernels, options.compile, options.tf32,
+                                                       use_graph, options.dist.enabled))
         # after the kernel choice: it wraps the chosen function
         apply_memory_options(self.model, self.memory, options.tf32)
         # multiplies the optimizer's rate only; the loss prefactors and lcurve.out see the schedule (as DeePMD TF)
@@ -187,6 +182,14 @@ class Trainer:
         for line in train.summary():
             log.info(line)
         return train, valid
+
+    def _force_path(self, request: PathOptions):
+        """The batch-loss function: the embedding and kernels chosen, compiled where `wants_compile` says."""
+        precision = next(self.model.descriptor.parameters()).dtype
+        compiled = wants_compile(request, self.config["training"], self.numb_steps, self.opt.device, self.memory,
+                                 precision, distinct_shapes(self.train_data, self.valid_data))
+        with self.startup.phase("embedding choice" + (" and torch.compile" if compiled else "")):
+            return choose_force_path(self.model, self.train_data, self.loss, request, compiled, self.memory)
 
     def _numb_steps(self) -> int:
         """training.numb_steps, or from numb_epoch: ceil(numb_epoch * ceil(max_i nbatch_i / p_i)) (spec §9.1)."""
