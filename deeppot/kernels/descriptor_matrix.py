@@ -9,8 +9,8 @@ is written contiguously from the whole T and dE/dT goes straight to its atoms' r
 Training (`trainable_descriptor`, `trainable_t_bar`, the model's `desc_fn` and `t_bar_fn` after
 `EnergyModel.use_descriptor_kernel`) differentiates both once more. D's backward is dE/dT's product, B(dL/dD, T);
 dE/dT = B(dE/dD, T) is bilinear, and from U = dL/d(dE/dT) its backward is B(dE/dD, U) and U^T T< + T^T U< (the
-descriptor kernel with SYM). PyTorch took ~20 kernels for the two forward and backward (batched GEMMs, a pad, a
-slice's gradient, adds); these take 5.
+descriptor kernel with SYM). PyTorch ran the two forward and backward as batched GEMMs, a pad, slices' gradients
+and adds; these take 5 kernels (run 255: a water step's kernels 107 -> 89, 0.695 -> 0.655 ms on an H100).
 Tests: tests/kernels/test_descriptor_matrix.py (GPU, or Triton's interpreter on a CPU).
 """
 
