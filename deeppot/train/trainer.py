@@ -185,9 +185,8 @@ class Trainer:
 
     def _force_path(self, request: PathOptions):
         """The batch-loss function: the embedding and kernels chosen, compiled where `wants_compile` says."""
-        precision = next(self.model.descriptor.parameters()).dtype
         compiled = wants_compile(request, self.config["training"], self.numb_steps, self.opt.device, self.memory,
-                                 precision, distinct_shapes(self.train_data, self.valid_data))
+                                 self.model.descriptor.dtype, distinct_shapes(self.train_data, self.valid_data))
         with self.startup.phase("embedding choice" + (" and torch.compile" if compiled else "")):
             return choose_force_path(self.model, self.train_data, self.loss, request, compiled, self.memory)
 
