@@ -99,6 +99,16 @@ def training_gradients(model: EnergyModel, pairs: PairData, analytic: bool = Tru
     return out, torch.autograd.grad(loss, list(model.parameters()))
 
 
+def assert_same_training(model: EnergyModel, got: tuple, want: tuple, out_tol: dict, grad_tol: dict) -> None:
+    """Two `training_gradients` results: energy, force and virial within out_tol, each named parameter's gradient
+    within grad_tol."""
+    (got_out, got_grads), (want_out, want_grads) = got, want
+    for key in ("energy", "force", "virial"):
+        torch.testing.assert_close(got_out[key], want_out[key], **out_tol, msg=key)
+    for (name, _), a, b in zip(model.named_parameters(), got_grads, want_grads, strict=True):
+        torch.testing.assert_close(a, b, **grad_tol, msg=name)
+
+
 def trimmed_pairs(model: EnergyModel, pairs: PairData) -> PairData:
     """The same pairs in lists only as wide as their most neighbours per type and a stand-in slot for the rest
     (what the trainer builds)."""

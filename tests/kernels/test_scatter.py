@@ -81,14 +81,11 @@ def test_training_forces_and_their_gradient_equal_the_reference(dtype, nf, nnei)
 def test_training_gradients_through_the_force_kernel():
     """Force training with the force/virial kernel: outputs and every parameter's gradient as through autograd's
     reference."""
-    from helpers import make_model, pairs_of, training_gradients
+    from helpers import assert_same_training, make_model, pairs_of, training_gradients
 
     model = make_model(precision="float64").to(DEVICE)
     pairs = pairs_of(model, nframes=2).to(DEVICE)
-    want_out, want = training_gradients(model, pairs, analytic=False)
+    want = training_gradients(model, pairs, analytic=False)
     assert model.use_forces_kernel(DEVICE) and model.forces_fn is kernels.training_forces_and_virial
-    got_out, got = training_gradients(model, pairs, analytic=True)
-    for key in ("energy", "force", "virial"):
-        torch.testing.assert_close(got_out[key], want_out[key], rtol=1e-11, atol=1e-11, msg=key)
-    for (name, _), a, b in zip(model.named_parameters(), got, want, strict=True):
-        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12, msg=name)
+    got = training_gradients(model, pairs, analytic=True)
+    assert_same_training(model, got, want, dict(rtol=1e-11, atol=1e-11), dict(rtol=1e-10, atol=1e-12))
