@@ -174,7 +174,7 @@ class Products:
 
     def layer(self, h: Tensor, w: Tensor, b: Tensor, idt: Tensor | None, mode: int) -> tuple[Tensor, Tensor]:
         """(a, h') of a hidden layer."""
-        u = analytic.split_k_matmul(h, w) if self.split else h @ w
+        u = self.product(h, w)
         return u, _layer(u, b, idt, h, mode)  # a in place of u
 
     def grad(self, gz: Tensor | None, w: Tensor | None, src: Tensor, mode: int, a: Tensor,
@@ -187,8 +187,8 @@ class Products:
         return torch.bmm(gz, w.transpose(1, 2))
 
     def product(self, x: Tensor, w: Tensor) -> Tensor:
-        """x W, no epilogue."""
-        return analytic.split_k_matmul(x, w) if self.split else torch.bmm(x, w)
+        """x W, no epilogue (x: one net's rows, broadcast, or each net's)."""
+        return analytic.split_k_matmul(x, w) if self.split else x @ w
 
     def grad_bar(self, dg: Tensor, w: Tensor, mode: int, a: Tensor, idt: Tensor | None) -> tuple[Tensor, Tensor]:
         """The backward's dgz = dg W and dg' = S(dg) + dgz idt (1 - a^2) of a layer."""
