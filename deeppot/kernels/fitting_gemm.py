@@ -71,6 +71,11 @@ PERSISTENT_TILE = dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3)
 # (H200, water's products at 128 rows a net, us, against cuBLAS's float32 kernels): the 1600-wide layer 14.5 against
 # 15.4 split along k, a 240-wide layer 3.8 against 6.9, dE/dD 5.5 against 11.0.
 SMALL_TILE = dict(BM=64, BN=32, BK=64, num_warps=4, num_stages=3)
+# A training product's long k split into parts (`_splits`) from min_steps k steps, for `fill` programs a
+# multiprocessor (run 256, H100, ms a step, fill 1.0 / 2.0 / 3.0: water float32 0.640 / 0.630 / 0.633, the alloy
+# 0.566 / 0.563 / 0.567, copper 0.387 / 0.388 / 0.397); interpreter_sms stands in for the multiprocessors on a CPU,
+# so that the tests split too.
+SPLIT_K = dict(min_steps=8, fill=2.0, interpreter_sms=9)
 
 if triton is not None:
     import triton.language as tl
@@ -81,26 +86,29 @@ if triton is not None:
     from deeppot.kernels.fitting import _add_skip, _timestep
 
     @triton.jit
-    def _gemm_kernel(x_ptr, w_ptr, wl_ptr, y_ptr, out_ptr, b_ptr, idt_ptr, src_ptr, a_ptr,
+    def _gemm_kernel(x_ptr, w_ptr, wl_ptr, y_ptr, out_ptr, b_ptr, idt_ptr, src_ptr, a_ptr, part_ptr, count_ptr,
                      rows, m, x_net, x_row, w_net, w_k, w_m, s_net, s_row, n_src, K: tl.constexpr,
                      EPILOGUE: tl.constexpr, SKIP: tl.constexpr, HAS_IDT: tl.constexpr, WRITE_OUT: tl.constexpr,
                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr,
-                     W_PARTS: tl.constexpr):
+                     W_PARTS: tl.constexpr, SPLIT: tl.constexpr, KS: tl.constexpr):
         """y = x W (nets, rows, m) for one (BM, BN) tile, x (nets or 1, rows, K) and W at strides (w_k, w_m):
         W^T is W with its strides swapped. "f16x3": x is split here, and W too unless W_PARTS (then w and wl are
-        W's float16 parts, `weight_parts`). Then the epilogue (module docstring); y and out are contiguous."""
+        W's float16 parts, `weight_parts`). Then the epilogue (module docstring); y and out are contiguous.
+        SPLIT > 1: program (tile, net, s) sums k in [s KS, (s + 1) KS) and the tile's last to finish adds the
+        parts and runs the epilogue (`_split_sum`)."""
         net = tl.program_id(1).to(tl.int64)
         tile = tl.program_id(0)  # a row block's column tiles side by side: x's rows come from DRAM once, then L2
+        k_first = tl.program_id(2) * KS
         row = (tile // tl.cdiv(m, BN)).to(tl.int64) * BM + tl.arange(0, BM)[:, None]
         col = (tile % tl.cdiv(m, BN)) * BN + tl.arange(0, BN)[None, :]
         kk = tl.arange(0, BK)
-        xs = x_ptr + net * x_net + row * x_row + kk[None, :]
-        ws = net * w_net + kk[:, None] * w_k + col * w_m
+        xs = x_ptr + net * x_net + row * x_row + k_first + kk[None, :]
+        ws = net * w_net + (k_first + kk[:, None]) * w_k + col * w_m
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         lo = tl.zeros((BM, BN), dtype=tl.float32)  # f16x3: the products with a low part, in units of 2^-11
-        for k0 in range(0, K, BK):
-            xt = tl.load(xs, mask=(row < rows) & (kk[None, :] < K - k0), other=0.0)
-            w_ok = (kk[:, None] < K - k0) & (col < m)
+        for k0 in range(0, KS, BK):
+            xt = tl.load(xs, mask=(row < rows) & (kk[None, :] < K - k_first - k0), other=0.0)
+            w_ok = (kk[:, None] < K - k_first - k0) & (col < m)
             if PRECISION == "f16x3":
                 x_hi, x_lo = _f16_parts(xt)
                 if W_PARTS:
@@ -115,8 +123,34 @@ if triton is not None:
             ws += BK * w_k
         if PRECISION == "f16x3":
             acc += lo * (1.0 / 2048.0)
-        _epilogue(acc, row, col, net, rows, m, y_ptr, out_ptr, b_ptr, idt_ptr, src_ptr, a_ptr, s_net, s_row, n_src,
-                  EPILOGUE, SKIP, HAS_IDT, WRITE_OUT)
+        if SPLIT == 1:
+            _epilogue(acc, row, col, net, rows, m, y_ptr, out_ptr, b_ptr, idt_ptr, src_ptr, a_ptr, s_net, s_row,
+                      n_src, EPILOGUE, SKIP, HAS_IDT, WRITE_OUT)
+        else:
+            total, last = _split_sum(acc, part_ptr, count_ptr, net * tl.num_programs(0) + tile, SPLIT)
+            if last:
+                _epilogue(total, row, col, net, rows, m, y_ptr, out_ptr, b_ptr, idt_ptr, src_ptr, a_ptr, s_net,
+                          s_row, n_src, EPILOGUE, SKIP, HAS_IDT, WRITE_OUT)
+
+    @triton.jit
+    def _split_sum(acc, part_ptr, count_ptr, tile, SPLIT: tl.constexpr):
+        """(the tile's sum over its SPLIT parts, whether this program finishes it). Each part is stored at
+        part_ptr's (s, tile) block; the tile's counter (count_ptr, zero between launches) counts the parts stored,
+        and the program that stores the last one sums them all in the order of s (the same sum whichever finishes
+        last) and sets the counter back to zero."""
+        BM: tl.constexpr = acc.shape[0]
+        BN: tl.constexpr = acc.shape[1]
+        at = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+        tiles = tl.num_programs(0) * tl.num_programs(1)
+        tl.store(part_ptr + (tl.program_id(2) * tiles + tile) * (BM * BN) + at, acc)
+        tl.debug_barrier()  # every thread's part stored before the counter's release
+        last = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel") == SPLIT - 1
+        total = tl.zeros((BM, BN), dtype=tl.float32)
+        if last:
+            for s in tl.static_range(SPLIT):
+                total += tl.load(part_ptr + (s * tiles + tile) * (BM * BN) + at, cache_modifier=".cg")
+            tl.atomic_xchg(count_ptr + tile, 0)
+        return total, last
 
     @triton.jit
     def _weight_grad_kernel(a1_ptr, b1_ptr, a2_ptr, b2_ptr, y_ptr, zt_ptr, sums_ptr, n, m, a1_net, a1_row, b1_net,
@@ -281,9 +315,43 @@ def _launch(x: Tensor, w: Tensor, transposed: bool, epilogue: int, y: Tensor, ou
         _launch_persistent(x, w, w_lo, given, source, tail)
         return
     tile = SMALL_TILE if training else (F16X3_TILES if precision == "f16x3" else TILES)[epilogue]
-    grid = (triton.cdiv(m, tile["BN"]) * triton.cdiv(rows, tile["BM"]), nets)
-    _gemm_kernel[grid](x, w, w_lo, *given, rows, m, _net_stride(x), x.stride(1), _net_stride(w), w_k, w_m, *source,
-                       K=x.shape[-1], PRECISION=precision, W_PARTS=parts, **tail, **tile)
+    k = x.shape[-1]
+    tiles = triton.cdiv(m, tile["BN"]) * triton.cdiv(rows, tile["BM"])
+    split, steps = _splits(tiles * nets, k, tile, x.device, SPLIT_K["min_steps"] if training else None)
+    _gemm_kernel[(tiles, nets, split)](x, w, w_lo, *given, *_split_buffers(y, split, tiles * nets, tile), rows, m,
+                                       _net_stride(x), x.stride(1), _net_stride(w), w_k, w_m, *source, K=k,
+                                       PRECISION=precision, W_PARTS=parts, SPLIT=split, KS=steps * tile["BK"],
+                                       **tail, **tile)
+
+
+def _splits(programs: int, k: int, tile: dict, device: torch.device, min_steps: int | None) -> tuple[int, int]:
+    """(parts, k steps a part) of a product whose sum over k is split (`_split_sum`): a training batch's few
+    hundred rows make few tiles, each walking k alone (water's 1600-wide first layer and dgz = dg W of the
+    backward: 48 programs of 25 k steps on 132 multiprocessors). From min_steps k steps (None: never), enough parts
+    for SPLIT_K["fill"] programs a multiprocessor."""
+    steps = triton.cdiv(k, tile["BK"])
+    if min_steps is None or steps < min_steps:
+        return 1, steps
+    sms = _multiprocessors(device) if device.type == "cuda" else SPLIT_K["interpreter_sms"]
+    split = max(1, min(steps, int(SPLIT_K["fill"] * sms) // programs))
+    return split, triton.cdiv(steps, split)
+
+
+def _split_buffers(y: Tensor, split: int, tiles: int, tile: dict) -> tuple[Tensor, Tensor]:
+    """The parts and counters of `_split_sum` (any pointer when not split)."""
+    if split == 1:
+        return y, y
+    return y.new_empty(split * tiles * tile["BM"] * tile["BN"]), _counters(y.device, tiles)
+
+
+@functools.cache
+def _counters_of(device: torch.device, size: int) -> Tensor:
+    return torch.zeros(size, dtype=torch.int32, device=device)
+
+
+def _counters(device: torch.device, tiles: int) -> Tensor:
+    """A zeroed counter a tile for `_split_sum` (which leaves them zero), kept per device and size."""
+    return _counters_of(device, max(1024, 1 << (tiles - 1).bit_length()))
 
 
 def _by_tma(x: Tensor, w: Tensor) -> bool:

@@ -68,6 +68,18 @@ def test_jet_with_the_training_products_equals_autograd(shape, resnet_dt, atoms)
     check_jet(torch.float32, shape, resnet_dt, 3, fitting_gemm.TrainingProducts(), atoms)
 
 
+def test_long_k_training_products_split_and_leave_their_counters_zero():
+    """The wide input's first-layer products (the forward's x W, the backward's dg W) split along k, so that the
+    training jet's test above checks the parts' sums (`fitting_gemm._split_sum`); after them every tile's counter
+    is zero again, as the next launch needs."""
+    check_jet(torch.float32, "wide-input", False, 3, fitting_gemm.TrainingProducts())
+    programs = 3  # 37 rows and 16 columns: one tile a net
+    parts, steps = fitting_gemm._splits(programs, SHAPES["wide-input"][0], fitting_gemm.SMALL_TILE, DEVICE,
+                                        fitting_gemm.SPLIT_K["min_steps"])
+    assert parts > 1 and parts * steps >= 1024 // fitting_gemm.SMALL_TILE["BK"]
+    assert fitting_gemm._counters(DEVICE, programs).count_nonzero() == 0
+
+
 @pytest.mark.parametrize("one_h", [True, False])
 @pytest.mark.parametrize("timestep", [True, False])
 def test_layer_grads_equal_float64_products_and_sums(one_h, timestep):
