@@ -6,11 +6,8 @@ these are batched 100 x 4 x 16 GEMMs, a pad and an add (2.8 ms at 98,304 water a
 nets' per-type atoms were gathered from D and scattered back into dE/dD (four more passes over D). Here each
 kernel reads T, writes D or dE/dT once, and takes an optional index: the rows of one type's atoms, so D of a type
 is written contiguously from the whole T and dE/dT goes straight to its atoms' rows.
-Training (`trainable_descriptor`, `trainable_t_bar`, the model's `desc_fn` and `t_bar_fn` after
-`EnergyModel.use_descriptor_kernel`) differentiates both once more. D's backward is dE/dT's product, B(dL/dD, T);
-dE/dT = B(dE/dD, T) is bilinear, and from U = dL/d(dE/dT) its backward is B(dE/dD, U) and U^T T< + T^T U< (the
-descriptor kernel with SYM). PyTorch ran the two forward and backward as batched GEMMs, a pad, slices' gradients
-and adds; these take 5 kernels (run 255: a water step's kernels 107 -> 89, 0.695 -> 0.655 ms on an H100).
+Training differentiates dE/dT once more (`deeppot.kernels.descriptor_training`): from U = dL/d(dE/dT), dL/d(dE/dD)
+= U^T T< + T^T U< is the descriptor kernel with a second input (SYM).
 Tests: tests/kernels/test_descriptor_matrix.py (GPU, or Triton's interpreter on a CPU).
 """
 
@@ -18,7 +15,6 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor
-from torch.autograd.function import once_differentiable
 
 from deeppot.kernels import embedding
 
@@ -116,47 +112,3 @@ def t_bar_from_desc_grad(d_desc: Tensor, t_mat: Tensor, index: Tensor | None = N
         _t_bar_kernel[grid](d_desc.contiguous(), t_mat, idx, out, n, **meta)
     return out
 
-
-class _Descriptor(torch.autograd.Function):
-    """D = T^T T< of training's atoms; its backward is the product of `t_bar_from_desc_grad`: dL/dT = B(dL/dD, T)."""
-
-    @staticmethod
-    def forward(ctx, t_mat: Tensor, m2: int) -> Tensor:
-        ctx.save_for_backward(t_mat)
-        return descriptor_from_t(t_mat, m2, t_mat.dtype)
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, d_bar: Tensor):
-        (t_mat,) = ctx.saved_tensors
-        return t_bar_from_desc_grad(d_bar, t_mat), None
-
-
-class _TBar(torch.autograd.Function):
-    """dE/dT = B(dE/dD, T), bilinear. From U = dL/d(dE/dT): dL/d(dE/dD) = U^T T< + T^T U< and dL/dT = B(dE/dD, U)
-    (B's two terms trade places under the transpose)."""
-
-    @staticmethod
-    def forward(ctx, d_desc: Tensor, t_mat: Tensor) -> Tensor:
-        ctx.save_for_backward(d_desc, t_mat)
-        return t_bar_from_desc_grad(d_desc, t_mat)
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, u: Tensor):
-        d_desc, t_mat = ctx.saved_tensors
-        m2 = d_desc.shape[-1] // t_mat.shape[-1]
-        return descriptor_from_t(t_mat, m2, d_desc.dtype, other=u), t_bar_from_desc_grad(d_desc, u.contiguous())
-
-
-def trainable_descriptor(t_mat: Tensor, m2: int) -> Tensor:
-    """`analytic.descriptor_from_t` for training, (..., 4, M1) -> (..., M1 * m2): one kernel each way where
-    PyTorch takes a batched GEMM forward and two with a slice's gradient backward."""
-    return _Descriptor.apply(t_mat.reshape(-1, *t_mat.shape[-2:]), m2).reshape(*t_mat.shape[:-2], -1)
-
-
-def trainable_t_bar(d_desc: Tensor, t_mat: Tensor) -> Tensor:
-    """`analytic.t_bar_from_desc_grad` for training, d_desc (..., M1, m2), t_mat (..., 4, M1) -> (..., 4, M1): one
-    kernel forward and two backward, where PyTorch takes two batched GEMMs, a pad and an add, and twice that back."""
-    flat = t_mat.reshape(-1, *t_mat.shape[-2:])
-    return _TBar.apply(d_desc.reshape(flat.shape[0], -1), flat).reshape(t_mat.shape)

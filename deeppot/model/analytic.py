@@ -273,6 +273,18 @@ def env_rows(d, rij: Tensor, nlist: Tensor, center_type: Tensor, neighbor_type: 
     return EnvRows(rr, x, *radial_factors(r, inv, w, dw), scale, keep)
 
 
+def t_and_descriptor(rr: Tensor, layout: SlotLayout | None, g: Tensor, nsel: int, m2: int
+                     ) -> tuple[Tensor, Tensor]:
+    """T (`t_matrix`) and D = T^T T< (nf, nloc, M1 * m2)."""
+    t_mat = t_matrix(rr, layout, g, nsel)
+    return t_mat, descriptor_from_t(t_mat, m2)
+
+
+def t_matrix(rr: Tensor, layout: SlotLayout | None, g: Tensor, nsel: int) -> Tensor:
+    """T = sum_j R_j^T G_j / nsel (nf, nloc, 4, M1), a stand-in's row counted for the slots it stands for."""
+    return torch.einsum("fnjc,fnjm->fncm", weighted_rows(rr, layout), g) / nsel
+
+
 def descriptor_from_t(t_mat: Tensor, m2: int) -> Tensor:
     """D = T^T T< per atom: t_mat (..., 4, M1) -> (..., M1 * m2)."""
     return torch.einsum("...cm,...ck->...mk", t_mat, t_mat[..., :m2]).reshape(*t_mat.shape[:-2], -1)
@@ -313,8 +325,7 @@ def energy_and_pair_grad(model, rij: Tensor, nlist: Tensor, center_type: Tensor,
     d = model.descriptor
     rows = model.env_fn(d, rij, nlist, center_type, neighbor_type, layout)
     g, dg = model.embed_fn(d, rows.rr, center_type, layout, nlist)
-    t_mat = torch.einsum("fnjc,fnjm->fncm", weighted_rows(rows.rr, layout), g) / sum(d.sel)
-    desc = model.desc_fn(t_mat, d.axis_neuron)
+    t_mat, desc = model.descriptor_fn(rows.rr, layout, g, sum(d.sel), d.axis_neuron)
     energy, d_desc = model.fit_fn(model.fitting, desc.to(model.fitting.dtype), center_type)
     t_bar = model.t_bar_fn(d_desc.to(d.dtype).reshape(*t_mat.shape[:2], t_mat.shape[-1], -1), t_mat)
     return energy, model.pair_grad_fn(d, rows, g, dg, t_bar)

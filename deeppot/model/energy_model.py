@@ -58,8 +58,8 @@ class EnergyModel(nn.Module):
         self.embed_fn = analytic.embed_all  # the fused Triton twin after use_fused_kernels()
         self.env_fn = analytic.env_rows  # the fused Triton twin after use_env_kernel()
         self.pair_grad_fn = analytic.pair_grad  # the fused Triton twin after use_pair_grad_kernel()
-        # D from T and dE/dT from dE/dD: the Triton twins after use_descriptor_kernel()
-        self.desc_fn, self.t_bar_fn = analytic.descriptor_from_t, analytic.t_bar_from_desc_grad
+        # T and D from G, dE/dT from dE/dD: the Triton twins after use_descriptor_kernel()
+        self.descriptor_fn, self.t_bar_fn = analytic.t_and_descriptor, analytic.t_bar_from_desc_grad
         # the Triton twin after use_fitting_kernel(); wrapped by training options (deeppot.train.memory)
         self.fit_fn = analytic.atomic_energy_and_grad
         self.forces_fn = forces_and_virial  # the Triton twin after use_forces_kernel()
@@ -128,7 +128,7 @@ class EnergyModel(nn.Module):
         if self.embed_fn is not analytic.embed_all:
             self.embed_fn = torch.compiler.disable(self.embed_fn)
         self.env_fn, self.pair_grad_fn = analytic.env_rows, analytic.pair_grad  # Inductor fuses them with the rest
-        self.desc_fn, self.t_bar_fn = analytic.descriptor_from_t, analytic.t_bar_from_desc_grad
+        self.descriptor_fn, self.t_bar_fn = analytic.t_and_descriptor, analytic.t_bar_from_desc_grad
         self.forces_fn = forces_and_virial
         self.pair_energy_fn = torch.compile(analytic.energy_and_pair_grad, dynamic=False)
 
@@ -173,14 +173,17 @@ class EnergyModel(nn.Module):
         return True
 
     def use_descriptor_kernel(self, device: torch.device) -> bool:
-        """Swap in D = T^T T< and dE/dT from dE/dD as one Triton kernel each, with kernels for their backward
-        (`deeppot.kernels.descriptor_matrix`), if Triton runs on `device`; returns whether it did."""
-        from deeppot.kernels import descriptor_matrix
+        """Swap in T = R^T G / N with D = T^T T<, and dE/dT from dE/dD, as one Triton kernel each, with kernels for
+        their backward (`deeppot.kernels.descriptor_training`), if Triton runs on `device`; returns whether it did."""
+        from deeppot.kernels import descriptor_training
         from deeppot.kernels.embedding import triton_available
 
         if not triton_available(device):
             return False
-        self.desc_fn, self.t_bar_fn = descriptor_matrix.trainable_descriptor, descriptor_matrix.trainable_t_bar
+        float32 = self.descriptor.dtype == torch.float32  # T with D in one kernel: faster in float32 only
+        self.descriptor_fn = (descriptor_training.trainable_t_and_descriptor if float32
+                              else descriptor_training.t_then_descriptor)
+        self.t_bar_fn = descriptor_training.trainable_t_bar
         return True
 
     def use_fitting_kernel(self, device: torch.device) -> str | None:

@@ -1,11 +1,10 @@
-"""D = T^T T< and dE/dT from dE/dD in Triton against their PyTorch twins in `deeppot.model.analytic`, and their
-training forms' gradients against autograd's through those twins."""
+"""D = T^T T< and dE/dT from dE/dD in Triton against their PyTorch twins in `deeppot.model.analytic` (their training
+forms: tests/kernels/test_descriptor_training.py)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from helpers import assert_same_training, make_model, pairs_of, training_gradients
 
 from deeppot.model import analytic
 
@@ -56,33 +55,3 @@ def test_the_symmetric_product_is_u_t_plus_t_u():
     want = (torch.einsum("ncm,nck->nmk", u, t_mat[..., :5]) + torch.einsum("ncm,nck->nmk", t_mat, u[..., :5]))
     got = matrix.descriptor_from_t(t_mat, 5, torch.float64, other=u)
     torch.testing.assert_close(got, want.reshape(6, -1), rtol=1e-13, atol=1e-13)
-
-
-@pytest.mark.parametrize(("dtype", "fit_dtype"), [(torch.float64, torch.float64), (torch.float32, torch.float32),
-                                                  (torch.float64, torch.float32)])
-def test_training_forms_and_their_gradients_equal_autograd_through_pytorch(dtype, fit_dtype):
-    """Leading axes (frames, atoms) as training has them; the gradients of random weightings of D and dE/dT with
-    respect to T and dE/dD, through the kernels' backward against autograd through `analytic`'s einsums."""
-    t_mat = random((2, 5, 4, 12), dtype, 6).requires_grad_(True)
-    d_desc = random((2, 5, 12, 5), fit_dtype, 7).requires_grad_(True)
-    w_d, w_t = random((2, 5, 60), dtype, 8), random((2, 5, 4, 12), dtype, 9)
-    tol = dict(rtol=1e-12, atol=1e-12) if fit_dtype == torch.float64 else dict(rtol=2e-5, atol=2e-5)
-    outs = []
-    for desc_fn, t_bar_fn in ((matrix.trainable_descriptor, matrix.trainable_t_bar),
-                              (analytic.descriptor_from_t, analytic.t_bar_from_desc_grad)):
-        desc, t_bar = desc_fn(t_mat, 5), t_bar_fn(d_desc.to(dtype), t_mat)
-        loss = (desc * w_d).sum() + (t_bar * w_t).sum()
-        outs.append((desc, t_bar, *torch.autograd.grad(loss, (t_mat, d_desc))))
-    for name, got, want in zip(("D", "dE/dT", "dL/dT", "dL/d(dE/dD)"), *outs, strict=True):
-        assert got.dtype == want.dtype and got.shape == want.shape, name
-        torch.testing.assert_close(got, want, **tol, msg=name)
-
-
-def test_training_gradients_through_the_descriptor_kernels():
-    """Force training with the descriptor kernels: outputs and every parameter's gradient as through autograd."""
-    model = make_model(precision="float64").to(DEVICE)
-    pairs = pairs_of(model, nframes=2).to(DEVICE)
-    want = training_gradients(model, pairs, analytic=False)
-    assert model.use_descriptor_kernel(DEVICE) and model.t_bar_fn is matrix.trainable_t_bar
-    got = training_gradients(model, pairs, analytic=True)
-    assert_same_training(model, got, want, dict(rtol=1e-11, atol=1e-11), dict(rtol=1e-10, atol=1e-12))
