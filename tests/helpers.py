@@ -10,6 +10,8 @@ import pytest
 import torch
 
 from deeppot.model import EnergyModel, PairData
+from deeppot.model.energy_model import type_groups
+from deeppot.model.fitting import TypeRows
 from deeppot.model.slots import slot_layout
 from deeppot.nlist import build_neighbor_data
 
@@ -88,6 +90,14 @@ def pairs_of(model: EnergyModel, nframes: int = 2, seed: int = 0, ntypes: int = 
     coord, atype, box = random_system(nframes=nframes, ntypes=ntypes, seed=seed)
     nd = build_neighbor_data(coord, atype[None].expand(nframes, -1), box, model.rcut, model.sel)
     return PairData.from_neighbors(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, model.rcut)
+
+
+def with_type_rows(pairs: PairData) -> PairData:
+    """The same pairs with each type's atoms as its fitting net's rows (what the trainer gives batches of one
+    system with several types)."""
+    nf, nloc = pairs.center_type.shape
+    groups = type_groups(pairs.center_type[0], int(pairs.center_type.max()) + 1)
+    return PairData(*pairs.tensors(), groups, pairs.layout, TypeRows(groups, nf, nloc))
 
 
 def training_gradients(model: EnergyModel, pairs: PairData, analytic: bool = True):

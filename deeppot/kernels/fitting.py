@@ -331,7 +331,8 @@ def fit_all(nets, x: Tensor, k: int | None, products: Products | None = None) ->
     return FittingJet.apply(x, timesteps, products, *params)
 
 
-def atomic_energy_and_grad(fitting, desc: Tensor, atype: Tensor, products: Products | None = None
-                           ) -> tuple[Tensor, Tensor]:
+def atomic_energy_and_grad(fitting, desc: Tensor, atype: Tensor, type_rows=None,
+                           products: Products | None = None) -> tuple[Tensor, Tensor]:
     """`analytic.atomic_energy_and_grad` with the nets through `fit_all` (the model's `fit_fn` in GPU training)."""
-    return analytic.atomic_energy_and_grad(fitting, desc, atype, fit=functools.partial(fit_all, products=products))
+    return analytic.atomic_energy_and_grad(fitting, desc, atype, type_rows,
+                                           functools.partial(fit_all, products=products))

@@ -21,7 +21,7 @@ from torch import Tensor
 
 from deeppot.model.descriptor import exclusion_mask
 from deeppot.model.env_mat import smooth_switch, smooth_switch_derivative
-from deeppot.model.fitting import own_type_rows
+from deeppot.model.fitting import TypeRows, own_type_rows
 from deeppot.model.network import StackedMLP, activation, skip_connection
 from deeppot.model.slots import SlotLayout, list_sel, slot_stats, weighted_rows
 
@@ -172,14 +172,19 @@ def fit_with_input_grad(nets: StackedMLP, x: Tensor, k: int | None) -> tuple[Ten
     return value, g
 
 
-def atomic_energy_and_grad(fitting, desc: Tensor, atype: Tensor,
+def atomic_energy_and_grad(fitting, desc: Tensor, atype: Tensor, type_rows: TypeRows | None = None,
                            fit=fit_with_input_grad) -> tuple[Tensor, Tensor]:
     """E_i (nf, nloc) float64 and dE_i/dD_i (nf, nloc, ndesc) in the fitting precision, every type's net on every
-    atom (static shapes). Inference runs each net on its own type's atoms instead, reading and writing their rows by
-    index (`deeppot.kernels.descriptor.energy_and_t_bar`). fit: `fit_with_input_grad` or its fused twin for the
+    atom (static shapes), or with `type_rows` (frames of one system) each net on its own type's atoms. Inference runs
+    each net on its own type's atoms too, reading and writing their rows by index
+    (`deeppot.kernels.descriptor.energy_and_t_bar`). fit: `fit_with_input_grad` or its fused twin for the
     all-nets branch (`deeppot.kernels.fitting.fit_all`)."""
     x = desc.to(fitting.dtype)
     bias = (fitting.bias_atom_e + fitting.out_bias)[atype.clamp(min=0)]
+    if fitting.at_once(x) and type_rows is not None:  # each net on its own atoms: fewer rows, as many kernels
+        value, grad = fit(fitting.nets, type_rows.gather(x), None)
+        energy = type_rows.own(value).reshape(atype.shape)
+        return energy.to(torch.float64) + bias, type_rows.own(grad).reshape(x.shape)
     if fitting.at_once(x):  # every type's net on every atom at once, then each atom picks its own: few kernels
         value, grad = fit(fitting.nets, x.reshape(1, -1, x.shape[-1]), None)
         energy = own_type_rows(value, atype).reshape(atype.shape)
@@ -317,15 +322,17 @@ def pair_grad(d, rows: EnvRows, g: Tensor, dg: Tensor, t_bar: Tensor) -> Tensor:
 
 
 def energy_and_pair_grad(model, rij: Tensor, nlist: Tensor, center_type: Tensor, neighbor_type: Tensor,
-                         layout: SlotLayout | None = None) -> tuple[Tensor, Tensor]:
+                         layout: SlotLayout | None = None, type_rows: TypeRows | None = None
+                         ) -> tuple[Tensor, Tensor]:
     """Atomic energies (nf, nloc) float64 and g = dE/dr_ij (nf, nloc, nnei, 3), all differentiable.
 
     layout: a trimmed list's (`deeppot.model.slots`); its stand-in slots count for the padding they stand for.
+    type_rows: each type's atoms as its fitting net's rows, for frames of one system (`atomic_energy_and_grad`).
     """
     d = model.descriptor
     rows = model.env_fn(d, rij, nlist, center_type, neighbor_type, layout)
     g, dg = model.embed_fn(d, rows.rr, center_type, layout, nlist)
     t_mat, desc = model.descriptor_fn(rows.rr, layout, g, sum(d.sel), d.axis_neuron)
-    energy, d_desc = model.fit_fn(model.fitting, desc.to(model.fitting.dtype), center_type)
+    energy, d_desc = model.fit_fn(model.fitting, desc.to(model.fitting.dtype), center_type, type_rows)
     t_bar = model.t_bar_fn(d_desc.to(d.dtype).reshape(*t_mat.shape[:2], t_mat.shape[-1], -1), t_mat)
     return energy, model.pair_grad_fn(d, rows, g, dg, t_bar)

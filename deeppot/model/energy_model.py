@@ -20,7 +20,7 @@ from deeppot.config.model import normalize_model, precision_dtype
 from deeppot.model import analytic
 from deeppot.model.descriptor import DescrptSeA
 from deeppot.model.env_mat import neighbor_vectors
-from deeppot.model.fitting import EnergyFitting
+from deeppot.model.fitting import EnergyFitting, TypeRows
 from deeppot.model.slots import SlotLayout
 
 
@@ -115,7 +115,7 @@ class EnergyModel(nn.Module):
         if self.analytic_forces and analytic.supports(self):
             with torch.set_grad_enabled(create_graph and torch.is_grad_enabled()):
                 atom_energy, g = self.pair_energy_fn(self, pairs.rij, pairs.nlist_loc, pairs.center_type,
-                                                     pairs.neighbor_type, pairs.layout)
+                                                     pairs.neighbor_type, pairs.layout, pairs.type_rows)
                 out = self.forces_fn(g, pairs.rij, pairs.nlist_loc, do_atomic_virial)
                 return {"energy": atom_energy.sum(dim=-1), "atom_energy": atom_energy, **out}
         return self.forward_pairs_autograd(pairs, do_atomic_virial, create_graph)
@@ -249,16 +249,18 @@ class PairData:
     rij (nf, nloc, nnei, 3) pair vectors; nlist_loc (nf, nloc, nnei) the local owner of each neighbour in the
     DeePMD slot layout (-1 = padding); center_type (nf, nloc); neighbor_type (nf, nloc, nnei), -1 for padding.
     groups (optional): per type, the indices of its atoms, when every frame has the same types (one system);
-    the nets then run on their own atoms only. layout (optional): where the slots of a list trimmed to fewer
+    the nets then run on their own atoms only; type_rows (optional): the same as the rows of the analytic path's
+    fitting nets (`deeppot.model.fitting.TypeRows`). layout (optional): where the slots of a list trimmed to fewer
     than sel sit (`deeppot.model.slots`); None: sel.
     Training frames never move, so this is computed once per frame and reused at every step.
     """
 
     def __init__(self, rij: Tensor, nlist_loc: Tensor, center_type: Tensor, neighbor_type: Tensor,
-                 groups: list[Tensor] | None = None, layout: SlotLayout | None = None) -> None:
+                 groups: list[Tensor] | None = None, layout: SlotLayout | None = None,
+                 type_rows: TypeRows | None = None) -> None:
         self.rij, self.nlist_loc = rij, nlist_loc
         self.center_type, self.neighbor_type = center_type, neighbor_type
-        self.groups, self.layout = groups, layout
+        self.groups, self.layout, self.type_rows = groups, layout, type_rows
 
     @classmethod
     def from_neighbors(cls, ext_coord: Tensor, ext_atype: Tensor, nlist: Tensor, mapping: Tensor,
@@ -276,8 +278,10 @@ class PairData:
 
     def to(self, device: torch.device | str) -> PairData:
         groups = None if self.groups is None else [g.to(device) for g in self.groups]
+        nf, nloc = self.center_type.shape
         return PairData(*(t.to(device) for t in self.tensors()), groups=groups,
-                        layout=None if self.layout is None else self.layout.to(device))
+                        layout=None if self.layout is None else self.layout.to(device),
+                        type_rows=None if self.type_rows is None or groups is None else TypeRows(groups, nf, nloc))
 
 
 def type_groups(atype: Tensor, ntypes: int, counts: list[int] | None = None) -> list[Tensor]:

@@ -32,6 +32,34 @@ def atomic_energy(descriptor: Tensor, atype: Tensor, nets: StackedMLP, bias: Ten
     return energy + bias[atype.clamp(min=0)]
 
 
+class TypeRows:
+    """Each type's atoms of a batch as the rows of its own net, for frames that share their types (one system).
+
+    index (ntypes, nf * most): the flat atom (f * nloc + i) of each net's row, frame by frame, `most` rows a frame
+    (the most atoms of one type); a type's rows past its own atoms repeat atom 0 (their outputs are never read, so
+    no gradient reaches them). inverse (nf * nloc,): each atom's flat row in (ntypes, nf * most).
+    """
+
+    def __init__(self, groups: list[Tensor], nf: int, nloc: int) -> None:
+        most = max(g.numel() for g in groups)
+        device = groups[0].device
+        frames = torch.arange(nf, device=device)
+        self.index = torch.zeros(len(groups), nf, most, dtype=torch.long, device=device)
+        inverse = torch.empty(nf, nloc, dtype=torch.long, device=device)
+        for t, g in enumerate(groups):
+            self.index[t, :, :g.numel()] = frames[:, None] * nloc + g
+            inverse[:, g] = (t * nf + frames[:, None]) * most + torch.arange(g.numel(), device=device)
+        self.index, self.inverse = self.index.reshape(len(groups), -1), inverse.reshape(-1)
+
+    def gather(self, x: Tensor) -> Tensor:
+        """(nf, nloc, n) -> each net's rows (ntypes, nf * most, n)."""
+        return x.reshape(-1, x.shape[-1]).index_select(0, self.index.reshape(-1)).reshape(*self.index.shape, -1)
+
+    def own(self, per_type: Tensor) -> Tensor:
+        """(ntypes, nf * most, k) -> each atom's row of its own net, (nf * nloc, k)."""
+        return per_type.reshape(-1, per_type.shape[-1]).index_select(0, self.inverse)
+
+
 def own_type_rows(per_type: Tensor, atype: Tensor) -> Tensor:
     """Row i of per_type[atype_i]: (ntypes, nf*nloc, k), atype (nf, nloc) -> (nf*nloc, k); one gather, none for a
     single type (its copy of dE/dD took 0.4 ms of a 108,000-atom copper call, run 249)."""

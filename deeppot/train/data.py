@@ -18,6 +18,7 @@ from torch import Tensor
 from deeppot.data import FrameSampler, System, nbatches, resolve_batch_sizes, system_probs
 from deeppot.model import PairData
 from deeppot.model.energy_model import type_groups
+from deeppot.model.fitting import TypeRows
 from deeppot.model.slots import slot_layout
 from deeppot.nlist import build_neighbor_data
 
@@ -69,6 +70,7 @@ class FrameStore:
         self._put(slice(None), "find", torch.as_tensor(np.concatenate(flags)))
         self.atype = torch.as_tensor(systems[0].atype, device=device)
         self.groups = type_groups(self.atype, len(sel))
+        self.type_rows: dict[int, TypeRows] = {}  # by batch size, made once (a graphed step's tensors stay put)
         self.built = np.zeros(nf, dtype=bool)  # host-side bookkeeping: no device sync to check it
 
     def field(self, rows: Tensor, name: str) -> Tensor:
@@ -132,12 +134,21 @@ class FrameStore:
         return PairData(pairs.rij.index_select(2, kept), pairs.nlist_loc.index_select(2, kept), pairs.center_type,
                         pairs.neighbor_type.index_select(2, kept), layout=self.layout)
 
+    def _type_rows(self, nf: int) -> TypeRows | None:
+        """Each type's atoms as its fitting net's rows in batches of nf frames; None for one type (nothing to
+        gain: every atom is its net's)."""
+        if sum(g.numel() > 0 for g in self.groups) < 2:
+            return None
+        if nf not in self.type_rows:
+            self.type_rows[nf] = TypeRows(self.groups, nf, self.atype.numel())
+        return self.type_rows[nf]
+
     def gather(self, index: Tensor) -> Batch:
         """The batch of (global) frames `index` (1-D long tensor on the device); no host sync."""
         rows = self.rows[index]
         center_type = self.atype[None].expand(index.shape[0], -1)
         pairs = PairData(self.field(rows, "rij"), self.field(rows, "nlist_loc"), center_type,
-                         self.field(rows, "neighbor_type"), self.groups, self.layout)
+                         self.field(rows, "neighbor_type"), self.groups, self.layout, self._type_rows(index.shape[0]))
         labels = {k: self.field(rows, k) for k in LABEL_KEYS}  # views of the gathered rows
         flags = self.field(rows, "find")[0]  # one system per batch: the first frame's
         find = {k: flags[i] for i, k in enumerate(LABEL_KEYS)}

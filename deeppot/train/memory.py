@@ -103,7 +103,7 @@ def chunked(fn: Callable, atom_chunk: int) -> Callable:
     Returns (atomic energies (nf, nloc), dE/dr_ij (nf, nloc, nnei, 3)) as fn does on the whole frame.
     """
 
-    def run(model, rij, nlist, center_type, neighbor_type, layout=None):
+    def run(model, rij, nlist, center_type, neighbor_type, layout=None, type_rows=None):  # the whole frames' rows
         parts = [fn(model, rij[:, s:s + atom_chunk], nlist[:, s:s + atom_chunk], center_type[:, s:s + atom_chunk],
                     neighbor_type[:, s:s + atom_chunk], layout) for s in range(0, rij.shape[1], atom_chunk)]
         if len(parts) == 1:

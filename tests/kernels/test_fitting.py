@@ -9,7 +9,7 @@ import functools
 
 import pytest
 import torch
-from helpers import assert_same_training, make_model, pairs_of, training_gradients
+from helpers import assert_same_training, make_model, pairs_of, training_gradients, with_type_rows
 
 from deeppot.model import analytic
 from deeppot.model.fitting import EnergyFitting
@@ -162,12 +162,15 @@ def test_the_jet_is_used_only_where_it_applies():
 
 
 @pytest.mark.parametrize("precision", ["float64", "float32"])
-def test_training_gradients_through_the_jet(precision):
-    """The whole force-training pass with the model's fitting nets through the kernels (`use_fitting_kernel`):
-    energies, forces, virials and every parameter's gradient as through autograd's reference."""
+@pytest.mark.parametrize("type_rows", [False, True])
+def test_training_gradients_through_the_jet(precision, type_rows):
+    """The whole force-training pass with the model's fitting nets through the kernels (`use_fitting_kernel`),
+    every net on every atom or each on its own type's atoms (`TypeRows`, one x a net): energies, forces, virials
+    and every parameter's gradient as through autograd's reference."""
     model = make_model(precision=precision).to(DEVICE)
     model.fitting.all_nets_at_once = True  # the GPU branch, here on any device
     pairs = pairs_of(model, nframes=2).to(DEVICE)
+    pairs = with_type_rows(pairs) if type_rows else pairs
     want = training_gradients(model, pairs, analytic=False)
     hopper = DEVICE.type == "cuda" and torch.cuda.get_device_capability() >= (9, 0)
     assert model.use_fitting_kernel(DEVICE) == ("f16x3" if hopper and precision == "float32" else "cuBLAS")

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import make_model, random_system
+from helpers import make_model, pairs_of, random_system, training_gradients, trimmed_pairs, with_type_rows
 
 from deeppot.model import PairData
 from deeppot.model.energy_model import type_groups
+from deeppot.model.fitting import TypeRows
 from deeppot.nlist import build_neighbor_data
 
 
@@ -39,3 +40,32 @@ def test_all_nets_at_once_equals_per_net(type_one_side, exclude):
         for g, g_ref in zip(grads, ref_grads, strict=True):
             torch.testing.assert_close(g, g_ref, rtol=1e-10, atol=1e-12)
     assert any(g.abs().max() > 0 for g in ref_grads)
+
+
+def test_type_rows_gather_each_types_atoms_and_give_them_back():
+    """`TypeRows`: net t's rows are type t's atoms frame by frame (then atom 0 as padding), and `own` returns each
+    atom's row of its own net."""
+    atype = torch.tensor([1, 0, 2, 1, 1, 0])
+    rows = TypeRows(type_groups(atype, 4), 2, 6)  # type 3 has no atoms: its net's rows are all padding
+    assert rows.index.tolist() == [[1, 5, 0, 7, 11, 0], [0, 3, 4, 6, 9, 10], [2, 0, 0, 8, 0, 0], [0] * 6]
+    x = torch.randn(2, 6, 5, dtype=torch.float64)
+    per_net = rows.gather(x)
+    assert per_net.shape == (4, 6, 5)
+    torch.testing.assert_close(per_net[1, 3], x[1, 0], rtol=0, atol=0)  # type 1's first atom of frame 1
+    torch.testing.assert_close(rows.own(per_net).reshape(x.shape), x, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("trimmed", [False, True])
+def test_fitting_nets_on_their_own_types_rows_equal_every_net_on_every_atom(trimmed):
+    """The analytic force path with each net on its own type's atoms (`TypeRows`, what training batches of one
+    system carry) against every net on every atom: energies, forces, virials and every parameter's gradient."""
+    model = make_model(sel=(7, 25))
+    model.fitting.all_nets_at_once = True  # the GPU branch, which takes the rows, here on any device
+    pairs = pairs_of(model, nframes=2)
+    pairs = trimmed_pairs(model, pairs) if trimmed else pairs
+    want_out, want = training_gradients(model, pairs)
+    got_out, got = training_gradients(model, with_type_rows(pairs))
+    for key in ("energy", "force", "virial"):
+        torch.testing.assert_close(got_out[key], want_out[key], rtol=1e-12, atol=1e-12, msg=key)
+    for (name, _), a, b in zip(model.named_parameters(), got, want, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-11, atol=1e-13, msg=name)
