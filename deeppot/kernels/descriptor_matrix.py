@@ -111,4 +111,3 @@ def t_bar_from_desc_grad(d_desc: Tensor, t_mat: Tensor, index: Tensor | None = N
         grid, idx, meta = _launch(n, index, t_mat, d_desc.shape[-1] // m1)
         _t_bar_kernel[grid](d_desc.contiguous(), t_mat, idx, out, n, **meta)
     return out
-

@@ -333,8 +333,8 @@ def _splits(programs: int, k: int, tile: dict, device: torch.device, min_steps: 
     if min_steps is None or steps < min_steps:
         return 1, steps
     sms = _multiprocessors(device) if device.type == "cuda" else SPLIT_K["interpreter_sms"]
-    split = max(1, min(steps, int(SPLIT_K["fill"] * sms) // programs))
-    return split, triton.cdiv(steps, split)
+    per_part = triton.cdiv(steps, max(1, min(steps, int(SPLIT_K["fill"] * sms) // programs)))
+    return triton.cdiv(steps, per_part), per_part  # no part left without a k step
 
 
 def _split_buffers(y: Tensor, split: int, tiles: int, tile: dict) -> tuple[Tensor, Tensor]:

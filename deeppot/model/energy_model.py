@@ -278,10 +278,9 @@ class PairData:
 
     def to(self, device: torch.device | str) -> PairData:
         groups = None if self.groups is None else [g.to(device) for g in self.groups]
-        nf, nloc = self.center_type.shape
         return PairData(*(t.to(device) for t in self.tensors()), groups=groups,
                         layout=None if self.layout is None else self.layout.to(device),
-                        type_rows=None if self.type_rows is None or groups is None else TypeRows(groups, nf, nloc))
+                        type_rows=None if self.type_rows is None else self.type_rows.to(device))
 
 
 def type_groups(atype: Tensor, ntypes: int, counts: list[int] | None = None) -> list[Tensor]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch import Tensor, nn
 
@@ -44,12 +46,17 @@ class TypeRows:
         most = max(g.numel() for g in groups)
         device = groups[0].device
         frames = torch.arange(nf, device=device)
-        self.index = torch.zeros(len(groups), nf, most, dtype=torch.long, device=device)
+        index = torch.zeros(len(groups), nf, most, dtype=torch.long, device=device)
         inverse = torch.empty(nf, nloc, dtype=torch.long, device=device)
         for t, g in enumerate(groups):
-            self.index[t, :, :g.numel()] = frames[:, None] * nloc + g
+            index[t, :, :g.numel()] = frames[:, None] * nloc + g
             inverse[:, g] = (t * nf + frames[:, None]) * most + torch.arange(g.numel(), device=device)
-        self.index, self.inverse = self.index.reshape(len(groups), -1), inverse.reshape(-1)
+        self.index, self.inverse = index.reshape(len(groups), -1), inverse.reshape(-1)
+
+    def to(self, device: torch.device | str) -> TypeRows:
+        moved = copy.copy(self)
+        moved.index, moved.inverse = self.index.to(device), self.inverse.to(device)
+        return moved
 
     def gather(self, x: Tensor) -> Tensor:
         """(nf, nloc, n) -> each net's rows (ntypes, nf * most, n)."""

@@ -169,8 +169,8 @@ def test_training_gradients_through_the_jet(precision, type_rows):
     and every parameter's gradient as through autograd's reference."""
     model = make_model(precision=precision).to(DEVICE)
     model.fitting.all_nets_at_once = True  # the GPU branch, here on any device
-    pairs = pairs_of(model, nframes=2).to(DEVICE)
-    pairs = with_type_rows(pairs) if type_rows else pairs
+    pairs = pairs_of(model, nframes=2)
+    pairs = (with_type_rows(pairs) if type_rows else pairs).to(DEVICE)  # PairData.to carries the rows
     want = training_gradients(model, pairs, analytic=False)
     hopper = DEVICE.type == "cuda" and torch.cuda.get_device_capability() >= (9, 0)
     assert model.use_fitting_kernel(DEVICE) == ("f16x3" if hopper and precision == "float32" else "cuBLAS")
