@@ -33,7 +33,7 @@ from deeppot.kernels import embedding
 from deeppot.kernels.activation import TANH_SCALE
 from deeppot.kernels.env_rows import back_to_pairs, env_rows_once, net_args
 from deeppot.kernels.precision import has_tma, scaled, within_stacked_limit
-from deeppot.kernels.reach import Reach, add_tail, tile_tops
+from deeppot.kernels.reach import Reach, add_tail, block_layout, suffix_table, tile_tops
 
 # (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms; float32:
 # runs 40-41; float64 with the branch-free tanh, run 153: T 20.2 ms against 22.7-23.2 on (2, 16, 8), 21.8 on
@@ -81,6 +81,10 @@ GRAD_HOIST = False
 # loops, T 3,842 -> 2,813 instructions (88 B spilled -> 0), gradient 4,509 -> 3,335; float64's (2, 8, 4) loops do
 # not shrink (2,924 -> 3,003, 3,508 -> 3,606), so float64 computes its rows in the kernels.
 ROWS = {torch.float32}
+# Whether the T kernel adds the tail (`reach.add_tail`: what the slots past its tops add) before it stores T, for
+# models without exclude_types, instead of `reach`'s tail kernel after it (it always does where it writes D too,
+# `descriptor.D_IN_T_KERNEL`).
+FUSED_TAIL = True
 
 
 def covers(dtype: torch.dtype, kernel: str) -> bool:
@@ -93,6 +97,7 @@ if embedding.triton is not None:
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     from deeppot.kernels.activation import _tanh, _tanh_prescaled
+    from deeppot.kernels.descriptor_matrix import _descriptor_rows
     from deeppot.kernels.embedding import (
         _chunk_weights,
         _columns,
@@ -157,7 +162,9 @@ if embedding.triton is not None:
                         L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
                         NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
                         RT: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, ROWS: tl.constexpr,
-                        PRESCALED: tl.constexpr):
+                        PRESCALED: tl.constexpr, tail_ptr, first_ptr, tail_rows, desc_ptr, pos_ptr,
+                        TAIL: tl.constexpr = False, DESC: tl.constexpr = False, HAS_POS: tl.constexpr = False,
+                        M2: tl.constexpr = 16, MP: tl.constexpr = 128, KP: tl.constexpr = 16):
         HELD: tl.constexpr = isinstance(w2_ptr, tl.tensor_descriptor)  # `HOLD_WEIGHTS`
         first, owner, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
@@ -182,7 +189,33 @@ if embedding.triton is not None:
         atom = first + trow // 4
         out = t_ptr + (atom * 4 + trow % 4)[:, None] * N3 + col[None, :]
         ok = ((trow < 4 * ATOMS) & (atom < n))[:, None] & col_ok[None, :]
+        if TAIL:
+            acc += _tile_tail(tail_ptr, type_ptr, top_ptr, first_ptr, tail_rows, atom, trow % 4, col, col_ok,
+                              (trow < 4 * ATOMS) & (atom < n), N3, NTYPES, ONE_SIDE)
         tl.store(out, acc * tl.load(geo_ptr + 3), mask=ok)
+        if DESC:  # D of the tile's atoms from the T just stored (read back by this program's threads)
+            tl.debug_barrier()
+            mine = first + tl.arange(0, ATOMS)
+            real_atom = mine < n
+            rows = tl.load(pos_ptr + mine, mask=real_atom, other=0) if HAS_POS else mine
+            _descriptor_rows(t_ptr, t_ptr, mine, real_atom, desc_ptr, rows, N3, M2, MP, KP, ATOMS, False)
+
+    @triton.jit
+    def _tile_tail(tail_ptr, type_ptr, top_ptr, first_ptr, tail_rows, atom, c, col, col_ok, row_ok, N3: tl.constexpr,
+                   NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr):
+        """What the slots after the tile's tops add to nnei T (`reach.add_tail`'s suffix-table rows) in the
+        accumulator's layout: row 4 a + c of the tile gets row c of atom a's rows, summed over the blocks."""
+        ctype = tl.load(type_ptr + atom, mask=row_ok, other=0).to(tl.int64)
+        ok = row_ok[:, None] & col_ok[None, :]
+        tail = tl.zeros(ok.shape, dtype=tail_ptr.dtype.element_ty)
+        for b in tl.static_range(NTYPES):
+            if ONE_SIDE:
+                top = top_ptr + tl.program_id(0) * NTYPES + b + ctype * 0
+            else:
+                top = top_ptr + (tl.program_id(0) * NTYPES + ctype) * NTYPES + b
+            row = ctype * tail_rows + tl.load(first_ptr + b) + tl.load(top, mask=row_ok, other=0)
+            tail += tl.load(tail_ptr + (row * 4 * N3 + c * N3)[:, None] + col[None, :], mask=ok, other=0.0)
+        return tail
 
     @triton.jit
     def _per_atom(x, tb, ATOMS: tl.constexpr, SLOTS: tl.constexpr):
@@ -310,15 +343,41 @@ def shared_rows(d, rij: Tensor, center_type: Tensor, reach: Reach | None, precis
 
 
 def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3", reach: Reach | None = None,
-                 rows: Tensor | None = None) -> Tensor:
-    """As `deeppot.kernels.descriptor.descriptor_t`; `rows`: the slots' `shared_rows`, if made."""
+                 rows: Tensor | None = None, desc: tuple[Tensor, Tensor | None] | None = None) -> Tensor:
+    """As `deeppot.kernels.descriptor.descriptor_t`; `rows`: the slots' `shared_rows`, if made. `desc`: (D, pos)
+    where the kernel also writes D = T^T T< (`descriptor_matrix.descriptor_from_t`) of atom i into row pos[i]
+    of D (row i when pos is None), and adds the tail itself (models without exclude_types: `tail_in_kernel`)."""
     tensors, meta, tops = _tiled_args(d, rij, center_type, precision, "t", reach, rows)
     n, nnei = rij.shape[:2]
     t_mat = rij.new_empty(n, 4, meta["N3"])
-    _tiled_t_kernel[(len(tops),)](*tensors, t_mat, n, nnei, d.davg.numel(), **meta)
-    if reach is not None:
+    fused = desc is not None or (FUSED_TAIL and reach is not None and tail_in_kernel(d))
+    extra = _epilogue_args(d, t_mat, reach, desc, meta) if fused else \
+        dict(tail_ptr=t_mat, first_ptr=t_mat, tail_rows=0, desc_ptr=t_mat, pos_ptr=t_mat)  # placeholders, not read
+    _tiled_t_kernel[(len(tops),)](*tensors, t_mat, n, nnei, d.davg.numel(), **meta, **extra)
+    if reach is not None and not meta.get("TAIL"):
         add_tail(d, t_mat, center_type, tops, meta["ATOMS"], _per_type(d), reach.last)
     return t_mat
+
+
+def tail_in_kernel(d) -> bool:
+    """Whether the T kernel can add the tail itself (`reach.add_tail` uses its table alone)."""
+    return not d.exclude_types
+
+
+def _epilogue_args(d, t_mat: Tensor, reach: Reach | None, desc: tuple[Tensor, Tensor | None] | None,
+                   meta: dict) -> dict:
+    """The T kernel's epilogue arguments (suffix table, its blocks' first rows, rows per type, D, pos), and its
+    constants into meta."""
+    assert tail_in_kernel(d), "exclude_types: the tail needs `reach.add_tail_reference`"
+    table = suffix_table(d) if reach is not None else t_mat
+    out, pos = desc if desc is not None else (t_mat, None)
+    meta.update(TAIL=reach is not None, DESC=desc is not None, HAS_POS=pos is not None)
+    if desc is not None:
+        m2 = out.shape[1] // meta["N3"]
+        meta.update(M2=m2, MP=triton.next_power_of_2(meta["N3"]), KP=max(16, triton.next_power_of_2(m2)))
+    return dict(tail_ptr=table, first_ptr=block_layout(tuple(d.sel), t_mat.device)[2],
+                tail_rows=table.shape[1] if reach is not None else 0, desc_ptr=out,
+                pos_ptr=t_mat if pos is None else pos)
 
 
 def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3",

@@ -36,6 +36,9 @@ from deeppot.model.energy_model import type_groups
 # Slots per chunk (the GEMM M dimension) and warps of each kernel, measured fastest on an H100 (water, 1e4-1e5 atoms;
 # benchmarks/results/README.md): 32 x 4 for the T kernel, 16 x 4 for the gradient kernel (its jets need registers).
 TILES = {"t": (32, 4), "grad": (16, 4)}
+# Whether the atom-tile T kernel also writes D for the fitting nets (`desc_rows`, `atom_tiles.descriptor_t`), after
+# it adds the tail itself, instead of `descriptor_matrix`'s kernel reading T back.
+D_IN_T_KERNEL = True
 
 if embedding.triton is not None:
     import triton
@@ -139,14 +142,15 @@ def _launch_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: st
 
 
 def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3", reach: Reach | None = None,
-                 rows: Tensor | None = None) -> Tensor:
+                 rows: Tensor | None = None, desc: tuple[Tensor, Tensor | None] | None = None) -> Tensor:
     """T_i = sum_j R_ij^T G(s_ij) / nnei, (n, 4, M1), from pair vectors rij (n, nnei, 3) in the descriptor
     precision (padded slots: a vector beyond rcut) and centre types (n,): by the atom-tile kernel where it has
     a measured tile for the precision, else by the one-atom kernel. With `reach` (`deeppot.kernels.reach`) the
     kernels skip the padding after each program's furthest neighbour and add what it would have added. `rows`:
-    the atom tiles' `shared_rows`, if made."""
+    the atom tiles' `shared_rows`, if made; `desc`: where the atom tiles also write D (`desc_rows`)."""
     if atom_tiles.covers(rij.dtype, "t"):
-        return atom_tiles.descriptor_t(d, rij, center_type, precision, reach, rows)
+        return atom_tiles.descriptor_t(d, rij, center_type, precision, reach, rows, desc)
+    assert desc is None, "only the atom tiles write D"
     return one_atom_t(d, rij, center_type, precision, reach)
 
 
@@ -195,35 +199,66 @@ def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
     return two_kernel_stage(model, rij, center_type, neighbor_type, sync_free,
                             functools.partial(descriptor_t, precision=precision),
                             functools.partial(pair_grad_from_t_bar, precision=precision), precision,
-                            functools.partial(atom_tiles.shared_rows, precision=precision), type_rows)
+                            functools.partial(atom_tiles.shared_rows, precision=precision), type_rows,
+                            desc_in_t=atom_tiles.covers(rij.dtype, "t") and D_IN_T_KERNEL)
 
 
 def two_kernel_stage(model, rij: Tensor, center_type: Tensor, neighbor_type: Tensor, sync_free: bool,
                      t_kernel, grad_kernel, precision: str = "tf32x3", shared=None,
-                     type_rows: list[Tensor] | None = None) -> tuple[Tensor, Tensor]:
+                     type_rows: list[Tensor] | None = None, desc_in_t: bool = False) -> tuple[Tensor, Tensor]:
     """A pair stage from its two kernels (T from the pairs; dE/dr_ij from dE/dT), shared by the uncompressed and
     compressed families: both skip the padding after each list's last neighbour (`deeppot.kernels.reach`, which
     also handles exclude_types), the fitting step between them (its float32 products at `precision`). `shared`:
-    (d, rij, center_type, reach) -> keyword arguments both kernels take (what they would each make alike)."""
+    (d, rij, center_type, reach) -> keyword arguments both kernels take (what they would each make alike).
+    desc_in_t: the T kernel takes `desc=` (`atom_tiles.descriptor_t`) and writes D for the fitting nets too."""
     d = model.descriptor
     reach = find_reach(d, center_type, neighbor_type)
     rij = excluded_as_padding(d, rij, center_type, neighbor_type)
     extra = shared(d, rij, center_type, reach) if shared is not None else {}
+    if not (d.ntypes == 1 or sync_free) and type_rows is None:
+        type_rows = type_groups(center_type, d.ntypes)  # a host sync
+    desc = desc_rows(model, center_type, sync_free, type_rows) if desc_in_t else None
+    if desc is not None:
+        extra["desc"] = desc
     t_mat = t_kernel(d, rij, center_type, reach=reach, **extra)
-    energy, t_bar = energy_and_t_bar(model, t_mat, center_type, sync_free, precision, type_rows)
+    energy, t_bar = energy_and_t_bar(model, t_mat, center_type, sync_free, precision, type_rows,
+                                     None if desc is None else desc[0])
+    extra.pop("desc", None)
     return energy, grad_kernel(d, rij, center_type, t_bar, reach=reach, **extra)
 
 
+def desc_rows(model, center_type: Tensor, sync_free: bool, type_rows: list[Tensor] | None
+              ) -> tuple[Tensor, Tensor | None] | None:
+    """Where a T kernel writes D for `energy_and_t_bar`: (D (n, M1 m2) in the fitting's precision, pos), atom i
+    at row pos[i], each type's atoms together in the order of `type_rows` (pos None: every atom at its own row,
+    for one net or every net on every atom). None where the T kernel cannot add the tail itself."""
+    d = model.descriptor
+    if not atom_tiles.tail_in_kernel(d):
+        return None
+    n = len(center_type)
+    desc = torch.empty(n, d.dim_out, dtype=model.fitting.dtype, device=center_type.device)
+    if d.ntypes == 1 or sync_free:
+        return desc, None
+    order = torch.cat(type_rows)
+    if len(order) != n:  # an atom of no type's list: keep the kernels that read T by index
+        return None
+    pos = torch.empty(n, dtype=torch.int64, device=center_type.device)
+    pos[order] = torch.arange(n, device=center_type.device)
+    return desc, pos
+
+
 def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool, precision: str = "tf32x3",
-                     type_rows: list[Tensor] | None = None) -> tuple[Tensor, Tensor]:
+                     type_rows: list[Tensor] | None = None, desc: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Between the two kernels of a fused stage: atomic energies (n,) float64 and dE/dT (n, 4, M1) from T, the
     fitting nets on their own type's atoms (by `type_rows`, or index lists made here: a host sync) or, sync_free,
     on every atom. D and dE/dT go through `deeppot.kernels.descriptor_matrix`, which reads and writes a type's rows
-    by index; the nets through `deeppot.kernels.fitting_gemm.value_and_input_grad`."""
+    by index; the nets through `deeppot.kernels.fitting_gemm.value_and_input_grad`. desc: D already made
+    (`desc_rows`' layout: each type's rows together in `type_rows` order, or every atom in its own row)."""
     d, fitting = model.descriptor, model.fitting
     fit = functools.partial(fitting_gemm.value_and_input_grad, precision=precision)
     if d.ntypes == 1 or sync_free:
-        desc = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype)
+        if desc is None:
+            desc = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype)
         energy, d_desc = analytic.atomic_energy_and_grad(fitting, desc[None], center_type[None],
                                                          fit=fit)
         return energy[0], descriptor_matrix.t_bar_from_desc_grad(d_desc[0], t_mat)
@@ -232,9 +267,14 @@ def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool,
     bias = fitting.bias_atom_e + fitting.out_bias
     if type_rows is None:
         type_rows = type_groups(center_type, d.ntypes)
+    start = 0
     for t, idx in enumerate(type_rows):
-        desc = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype, idx)
-        value, d_desc = fit(fitting.nets, desc, t)
+        if desc is None:
+            desc_t = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype, idx)
+        else:
+            desc_t = desc[start:start + len(idx)]
+            start += len(idx)
+        value, d_desc = fit(fitting.nets, desc_t, t)
         energy[idx] = value[:, 0].to(torch.float64) + bias[t]
         descriptor_matrix.t_bar_from_desc_grad(d_desc, t_mat, idx, t_bar)
     return energy, t_bar

@@ -47,6 +47,13 @@ if embedding.triton is not None:
         """D[m, k] = sum_c X[c, m] Y[c, k] (k < m2), plus Y[c, m] X[c, k] if SYM: D is X = Y = T, SYM the way back
         from dE/dT's gradient to dE/dD's (module docstring)."""
         rows, real, atom = _rows(idx_ptr, n, ATOMS, HAS_INDEX)
+        _descriptor_rows(x_ptr, y_ptr, atom, real, d_ptr, rows, M1, M2, MP, KP, ATOMS, SYM)
+
+    @triton.jit
+    def _descriptor_rows(x_ptr, y_ptr, atom, real, d_ptr, rows, M1: tl.constexpr, M2: tl.constexpr,
+                         MP: tl.constexpr, KP: tl.constexpr, ATOMS: tl.constexpr, SYM: tl.constexpr):
+        """`_descriptor_kernel`'s D of the (ATOMS,) atoms into rows `rows` of d_ptr (also the epilogue of the
+        inference T kernel, `atom_tiles`)."""
         m, k = tl.arange(0, MP), tl.arange(0, KP)
         acc = tl.zeros((ATOMS, MP, KP), dtype=x_ptr.dtype.element_ty)
         for c in tl.static_range(4):

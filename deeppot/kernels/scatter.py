@@ -60,11 +60,14 @@ if embedding.triton is not None:
     @triton.jit
     def _scatter_kernel(g_ptr, rij_ptr, owner_ptr, force_ptr, virial_ptr, start, nnei, NNEI: tl.constexpr):
         i = tl.program_id(0).to(tl.int64)
-        gx, gy, gz, j, live = _pair_rows(g_ptr, i, nnei, NNEI)
-        owner = tl.load(owner_ptr + i * nnei + j, mask=live, other=-1)
+        j = tl.arange(0, NNEI)
+        owner = tl.load(owner_ptr + i * nnei + j, mask=j < nnei, other=-1)
+        real = owner >= 0  # padded slots carry g = 0: neither read nor added
+        at = (i * nnei + j) * 3
+        gx, gy, gz = _component(g_ptr, at, 0, real), _component(g_ptr, at, 1, real), _component(g_ptr, at, 2, real)
         centre = start + i
-        _scatter_forces(force_ptr, centre, owner, owner >= 0, gx, gy, gz)  # padded slots carry g = 0: no atom
-        x, y, z = _pair_rows(rij_ptr, i, nnei, NNEI)[:3]
+        _scatter_forces(force_ptr, centre, owner, real, gx, gy, gz)
+        x, y, z = _component(rij_ptr, at, 0, real), _component(rij_ptr, at, 1, real), _component(rij_ptr, at, 2, real)
         row = virial_ptr + centre * 9  # each centre's row belongs to this program alone
         tl.store(row, tl.load(row) - tl.sum(gx * x))
         tl.store(row + 1, tl.load(row + 1) - tl.sum(gx * y))

@@ -7,7 +7,15 @@ import torch
 from helpers import make_model, random_system
 
 from deeppot.infer.evaluate import FlatNeighbors, evaluate_flat, reference_pair_stage
-from deeppot.kernels.reach import add_tail, add_tail_reference, find_reach, padding_terms, suffix_table, tile_tops
+from deeppot.kernels.reach import (
+    add_tail,
+    add_tail_reference,
+    find_reach,
+    find_reach_reference,
+    padding_terms,
+    suffix_table,
+    tile_tops,
+)
 from deeppot.model import analytic
 from deeppot.nlist import build_neighbor_data
 
@@ -334,3 +342,46 @@ def test_tail_follows_the_statistics():
     assert (suffix_table(d) - before).abs().max() > 1e-6
     torch.testing.assert_close(kernels.fused_pair_stage(model, *chunk)[0], reference_pair_stage(model, *chunk)[0],
                                rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(("case", "by_type"), [(1, True), (2, False), (3, True), (4, False)])
+def test_t_kernel_adds_the_tail_and_writes_d_itself(case, by_type, monkeypatch):
+    """The atom-tile T kernel that adds the tail before it stores T and writes D (each type's atoms together in the
+    order of their index lists, or every atom at its own row) gives the T of the tail kernel after it and the D of
+    `descriptor_matrix`'s kernel."""
+    from deeppot.kernels import atom_tiles, descriptor_matrix
+    from deeppot.model.energy_model import type_groups
+
+    model, rij, _, center_type, neighbor_type = chunk_of(*CASES[case], seed=6)
+    d = model.descriptor
+    reach = find_reach(d, center_type, neighbor_type)
+    assert (reach.reach < reach.reach.new_tensor(d.sel)).any()  # a tail to add
+    type_rows = type_groups(center_type, d.ntypes) if by_type else None
+    desc, pos = kernels.desc_rows(model, center_type, not by_type, type_rows)
+    assert (pos is None) != by_type
+    t_fused = atom_tiles.descriptor_t(d, rij, center_type, "f16x3", reach, desc=(desc, pos))
+    monkeypatch.setattr(atom_tiles, "FUSED_TAIL", False)
+    t_plain = atom_tiles.descriptor_t(d, rij, center_type, "f16x3", find_reach(d, center_type, neighbor_type))
+    torch.testing.assert_close(t_fused, t_plain, **TOL[d.dtype])
+    order = torch.cat(type_rows) if by_type else None
+    expected = descriptor_matrix.descriptor_from_t(t_plain, d.axis_neuron, model.fitting.dtype, order)
+    torch.testing.assert_close(desc, expected, **TOL[d.dtype])
+    monkeypatch.setattr(atom_tiles, "FUSED_TAIL", True)  # the tail alone in the kernel
+    t_tail = atom_tiles.descriptor_t(d, rij, center_type, "f16x3", find_reach(d, center_type, neighbor_type))
+    torch.testing.assert_close(t_tail, t_plain, **TOL[d.dtype])
+
+
+@pytest.mark.parametrize("exclude", [None, [[0, 1]]])
+def test_reach_kernel_equals_its_pytorch_twin(exclude):
+    """One pass over the neighbour types gives `find_reach_reference`'s reach and last, with padding shuffled
+    inside the blocks and with an excluded type pair (its blocks' reach 0, their last kept)."""
+    model, _, _, center_type, neighbor_type = chunk_of(False, "float64", (4, 8, 16), (24, 40), 2, seed=3,
+                                                       exclude_types=exclude)
+    d = model.descriptor
+    gen = torch.Generator().manual_seed(1)
+    perm = torch.cat([torch.randperm(24, generator=gen), 24 + torch.randperm(40, generator=gen)]).to(DEVICE)
+    for kinds in (neighbor_type, neighbor_type[:, perm]):
+        got, ref = find_reach(d, center_type, kinds), find_reach_reference(d, center_type, kinds)
+        assert torch.equal(got.reach, ref.reach) and torch.equal(got.last, ref.last)
+        assert (ref.last > 0).all() and (ref.last < ref.last.new_tensor(d.sel)).any()
+    assert (got.reach == 0).any() == bool(exclude)

@@ -1,0 +1,25 @@
+"""Run 257: the inference pair stage's memory-bound steps folded together, timed in one process on trained models
+(run 250's `variant_probe.py` runner): `reach.KERNEL` (the reach in one Triton pass), `atom_tiles.FUSED_TAIL` (the
+T kernel adds the tail itself) and `descriptor.D_IN_T_KERNEL` (the T kernel also writes D for the fitting nets).
+
+Usage (GPU, repository root): python stage_probe.py water=.mid/water/model.dp ... --natoms 98304 --rounds 2
+"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "run250"))
+from variant_probe import main
+
+from deeppot.kernels import atom_tiles, descriptor, reach
+
+# (reach kernel, tail in T, D in T)
+VARIANTS = {"base": (False, False, False), "reach": (True, False, False), "tail": (True, True, False),
+            "tail_d": (True, True, True)}
+
+
+def set_flags(name):
+    reach.KERNEL, atom_tiles.FUSED_TAIL, descriptor.D_IN_T_KERNEL = VARIANTS[name]
+
+
+if __name__ == "__main__":
+    main(VARIANTS, set_flags)
