@@ -109,6 +109,7 @@ class Evaluator:
         self.pair_stage, self.fused = self._pick_stage(fused)
         self.scatter = None  # forces and virials: the PyTorch twin, or with the fused stages the fused kernel
         self.pairs = reference_pair_data  # a chunk's pair data, likewise
+        self.stage_scatters = self.fused  # the fused stages add the forces themselves (`evaluate_flat`)
         if self.fused:
             from deeppot.kernels.pairs import pair_data
             from deeppot.kernels.scatter import scatter_forces_and_virial as scatter
@@ -216,7 +217,8 @@ class Evaluator:
         (run 180: ntypes syncs a call left the GPU idle for ~0.5 ms of a 13.8 ms water call)."""
         with torch.no_grad(), self.gemm_precision():
             return evaluate_flat(self.model, flat, self.chunk_atoms, pair_stage or self.pair_stage, atomic,
-                                 self.scatter, self.pairs, by_type=self.fused and pair_stage is None)
+                                 self.scatter, self.pairs, by_type=self.fused and pair_stage is None,
+                                 stage_scatters=self.stage_scatters)
 
     @contextlib.contextmanager
     def gemm_precision(self) -> Iterator[None]:

@@ -153,7 +153,7 @@ def reference_pair_stage(model: EnergyModel, rij: Tensor, nlist_loc: Tensor, cen
 
 def evaluate_flat(model: EnergyModel, flat: FlatNeighbors, chunk_atoms: int, pair_stage: PairStage,
                   atomic: bool = False, scatter: Scatter | None = None, pairs: Pairs = reference_pair_data,
-                  by_type: bool = False) -> dict[str, Tensor]:
+                  by_type: bool = False, stage_scatters: bool = False) -> dict[str, Tensor]:
     """Energy (nf,), atom_energy (nf, nloc), force (nf, nloc, 3), virial (nf, 9) [, atom_virial (nf, nloc, 9)],
     all float64, evaluating `chunk_atoms` centres at a time through `pair_stage`.
 
@@ -163,7 +163,8 @@ def evaluate_flat(model: EnergyModel, flat: FlatNeighbors, chunk_atoms: int, pai
     chunk's pair data (`reference_pair_data`, or the kernel of `deeppot.kernels.pairs`, whose r_ij in the model's
     precision then also goes to the virial). by_type: the pair stage takes each chunk's centres of each type
     (keyword `type_rows`, `FlatNeighbors.rows_by_type`), as the fused stages do to run each fitting net on its
-    own type's atoms.
+    own type's atoms. stage_scatters: the pair stage takes `scatter_into` (force, virial, nlist_loc, start) and
+    adds the forces and per-centre virials itself where it returns no dE/dr_ij (the fused stages: without `atomic`).
     """
     n, device = flat.ncentre, flat.nlist.device
     atom_energy = torch.empty(n, dtype=torch.float64, device=device)
@@ -173,9 +174,13 @@ def evaluate_flat(model: EnergyModel, flat: FlatNeighbors, chunk_atoms: int, pai
     for start, stop in chunks(n, chunk_atoms):
         rij, nlist_loc, neighbor_type = pairs(flat, start, stop, model.rcut, model.descriptor.dtype)
         rows = {"type_rows": flat.rows_by_type(start, stop, model.descriptor.ntypes)} if by_type else {}
+        if stage_scatters and not atomic:
+            rows["scatter_into"] = (force, virial, nlist_loc, start)
         energy, g = pair_stage(model, rij.to(model.descriptor.dtype), nlist_loc, flat.center_type[start:stop],
                                neighbor_type, **rows)
         atom_energy[start:stop] = energy
+        if g is None:  # added by the stage
+            continue
         if scatter is None or atomic:
             add_forces_and_virial(force, virial, g, rij, nlist_loc, start, atomic)
         else:

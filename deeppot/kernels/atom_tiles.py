@@ -34,6 +34,7 @@ from deeppot.kernels.activation import TANH_SCALE
 from deeppot.kernels.env_rows import back_to_pairs, env_rows_once, net_args
 from deeppot.kernels.precision import has_tma, scaled, within_stacked_limit
 from deeppot.kernels.reach import Reach, add_tail, block_layout, suffix_table, tile_tops
+from deeppot.kernels.scatter import back_and_scatter
 
 # (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms; float32:
 # runs 40-41; float64 with the branch-free tanh, run 153: T 20.2 ms against 22.7-23.2 on (2, 16, 8), 21.8 on
@@ -381,13 +382,17 @@ def _epilogue_args(d, t_mat: Tensor, reach: Reach | None, desc: tuple[Tensor, Te
 
 
 def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3",
-                         reach: Reach | None = None, rows: Tensor | None = None) -> Tensor:
+                         reach: Reach | None = None, rows: Tensor | None = None, into: tuple | None = None
+                         ) -> Tensor | None:
     """As `deeppot.kernels.descriptor.pair_grad_from_t_bar`; `rows`: the slots' `shared_rows`, if made (the
-    kernel overwrites them with dE/dR_ij)."""
+    kernel overwrites them with dE/dR_ij); `into`: (force, virial, owner, start), where the forces and virials go
+    (`scatter.back_and_scatter`) instead of dE/dr_ij being returned (None then)."""
     tensors, meta, tops = _tiled_args(d, rij, center_type, precision, "grad", reach, rows)
     n, nnei = rij.shape[:2]
     # dE/dR_ij where the tiles walk, by `_row_at`: over each slot's own row if made
     q = rij.new_empty(triton.cdiv(n * nnei, 32), 4, 32) if rows is None else rows
     t_bar = t_bar.contiguous()
     _tiled_grad_kernel[(len(tops),)](*tensors, t_bar, q, n, nnei, d.davg.numel(), **meta)
+    if into is not None:
+        return back_and_scatter(d, tensors, q, meta["ATOMS"], not d.type_one_side, *into)
     return back_to_pairs(d, tensors, q, meta["ATOMS"], per_type=not d.type_one_side)

@@ -30,6 +30,7 @@ from deeppot.kernels import embedding
 from deeppot.kernels.descriptor import two_kernel_stage
 from deeppot.kernels.env_rows import LANE_BLOCK, back_to_pairs, env_args
 from deeppot.kernels.reach import Reach, add_tail, tile_tops
+from deeppot.kernels.scatter import back_and_scatter
 from deeppot.model import analytic
 
 # (ATOMS, SLOTS, warps) of each kernel per precision, measured fastest on an H100 (98,304 water atoms with the
@@ -293,26 +294,30 @@ def compressed_descriptor_t(d, rij: Tensor, center_type: Tensor, reach: Reach | 
 
 
 def compressed_pair_grad(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, reach: Reach | None = None,
-                         rows: Tensor | None = None) -> Tensor:
+                         rows: Tensor | None = None, into: tuple | None = None) -> Tensor | None:
     """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1), T as in `compressed_descriptor_t` (zero on skipped slots).
-    `rows`, if given, are the slots' `table_rows`; the kernel overwrites their first four columns."""
+    `rows`, if given, are the slots' `table_rows`; the kernel overwrites their first four columns. `into`: as
+    `atom_tiles.pair_grad_from_t_bar`'s."""
     rows, args, meta = _launch(d, rij, center_type, "grad", reach, rows)
     _, types, _, _, starts, tops = args
     n, nnei = rij.shape[:2]
     table = packed_tables(d.tables, d.dtype, rij.device)[0]
     t_bar = t_bar.contiguous()
     _compressed_grad_kernel[(len(tops),)](rows, types, starts, tops, table, t_bar, n, nnei, **meta)
+    if into is not None:
+        return back_and_scatter(d, args, rows, meta["ATOMS"], False, *into)
     return back_to_pairs(d, args, rows, meta["ATOMS"], per_type=False)
 
 
 def compressed_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor, neighbor_type: Tensor,
                           precision: str = "tf32x3", sync_free: bool = False,
-                          type_rows: list[Tensor] | None = None) -> tuple[Tensor, Tensor]:
+                          type_rows: list[Tensor] | None = None, scatter_into: tuple | None = None
+                          ) -> tuple[Tensor, Tensor | None]:
     """Atomic energies (n,) float64 and dE/dr_ij (n, nnei, 3) of a compressed model: the `deeppot.infer.evaluate`
     pair stage (as `deeppot.kernels.descriptor.fused_pair_stage`: the fitting nets on each type's `type_rows`;
-    sync_free runs every fitting net on every atom)."""
+    sync_free runs every fitting net on every atom; scatter_into, the forces and virials added there)."""
     return two_kernel_stage(model, rij, center_type, neighbor_type, sync_free, compressed_descriptor_t,
-                            compressed_pair_grad, precision, _shared_rows, type_rows)
+                            compressed_pair_grad, precision, _shared_rows, type_rows, scatter_into=scatter_into)
 
 
 def _shared_rows(d, rij: Tensor, center_type: Tensor, reach: Reach) -> dict:

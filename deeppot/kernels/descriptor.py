@@ -39,6 +39,9 @@ TILES = {"t": (32, 4), "grad": (16, 4)}
 # Whether the atom-tile T kernel also writes D for the fitting nets (`desc_rows`, `atom_tiles.descriptor_t`), after
 # it adds the tail itself, instead of `descriptor_matrix`'s kernel reading T back.
 D_IN_T_KERNEL = True
+# Whether a stage given `scatter_into` adds the forces and virials from its gradient kernel's dE/dR_ij in one kernel
+# (`scatter.back_and_scatter`), where `env_rows.back_to_pairs` wrote dE/dr_ij and `scatter` read it back.
+SCATTER_IN_STAGE = True
 
 if embedding.triton is not None:
     import triton
@@ -155,11 +158,13 @@ def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3",
 
 
 def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3",
-                         reach: Reach | None = None, rows: Tensor | None = None) -> Tensor:
+                         reach: Reach | None = None, rows: Tensor | None = None, into: tuple | None = None
+                         ) -> Tensor | None:
     """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1), T as in `descriptor_t` (atom tiles where measured faster);
-    zero on the slots skipped."""
+    zero on the slots skipped. `into`: (force, virial, owner, start), where the atom tiles add the forces and
+    virials themselves (None returned then; the one-atom kernel returns dE/dr_ij whatever `into`)."""
     if atom_tiles.covers(rij.dtype, "grad"):
-        return atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, precision, reach, rows)
+        return atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, precision, reach, rows, into)
     return one_atom_pair_grad(d, rij, center_type, t_bar, precision, reach)
 
 
@@ -187,9 +192,11 @@ def one_atom_pair_grad(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, preci
 
 
 def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor, neighbor_type: Tensor,
-                     precision: str = "tf32x3", sync_free: bool = False, type_rows: list[Tensor] | None = None
-                     ) -> tuple[Tensor, Tensor]:
-    """Atomic energies (n,) float64 and dE/dr_ij (n, nnei, 3): the `deeppot.infer.evaluate` pair stage.
+                     precision: str = "tf32x3", sync_free: bool = False, type_rows: list[Tensor] | None = None,
+                     scatter_into: tuple | None = None) -> tuple[Tensor, Tensor | None]:
+    """Atomic energies (n,) float64 and dE/dr_ij (n, nnei, 3): the `deeppot.infer.evaluate` pair stage; with
+    `scatter_into` (force, virial, owner, start: `evaluate_flat`'s) the forces and per-centre virials are added
+    there (`deeppot.kernels.scatter.back_and_scatter`) and dE/dr_ij is None, where the atom tiles run.
 
     The fitting nets run on their own type's atoms, by the index lists `type_rows` (per type, its centres among
     these; made here when not given: a host sync), or with `sync_free` every net on every atom (for CUDA graphs).
@@ -200,17 +207,19 @@ def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
                             functools.partial(descriptor_t, precision=precision),
                             functools.partial(pair_grad_from_t_bar, precision=precision), precision,
                             functools.partial(atom_tiles.shared_rows, precision=precision), type_rows,
-                            desc_in_t=atom_tiles.covers(rij.dtype, "t") and D_IN_T_KERNEL)
+                            desc_in_t=atom_tiles.covers(rij.dtype, "t") and D_IN_T_KERNEL, scatter_into=scatter_into)
 
 
 def two_kernel_stage(model, rij: Tensor, center_type: Tensor, neighbor_type: Tensor, sync_free: bool,
                      t_kernel, grad_kernel, precision: str = "tf32x3", shared=None,
-                     type_rows: list[Tensor] | None = None, desc_in_t: bool = False) -> tuple[Tensor, Tensor]:
+                     type_rows: list[Tensor] | None = None, desc_in_t: bool = False,
+                     scatter_into: tuple | None = None) -> tuple[Tensor, Tensor | None]:
     """A pair stage from its two kernels (T from the pairs; dE/dr_ij from dE/dT), shared by the uncompressed and
     compressed families: both skip the padding after each list's last neighbour (`deeppot.kernels.reach`, which
     also handles exclude_types), the fitting step between them (its float32 products at `precision`). `shared`:
     (d, rij, center_type, reach) -> keyword arguments both kernels take (what they would each make alike).
-    desc_in_t: the T kernel takes `desc=` (`atom_tiles.descriptor_t`) and writes D for the fitting nets too."""
+    desc_in_t: the T kernel takes `desc=` (`atom_tiles.descriptor_t`) and writes D for the fitting nets too.
+    scatter_into: given to the gradient kernel as `into` (its dE/dr_ij, None where it scattered, is returned)."""
     d = model.descriptor
     reach = find_reach(d, center_type, neighbor_type)
     rij = excluded_as_padding(d, rij, center_type, neighbor_type)
@@ -224,6 +233,8 @@ def two_kernel_stage(model, rij: Tensor, center_type: Tensor, neighbor_type: Ten
     energy, t_bar = energy_and_t_bar(model, t_mat, center_type, sync_free, precision, type_rows,
                                      None if desc is None else desc[0])
     extra.pop("desc", None)
+    if scatter_into is not None and SCATTER_IN_STAGE:
+        extra["into"] = scatter_into
     return energy, grad_kernel(d, rij, center_type, t_bar, reach=reach, **extra)
 
 

@@ -94,9 +94,8 @@ if embedding.triton is not None:
         return q0, tl.sum(g * tb1[None, :], axis=1), tl.sum(g * tb2[None, :], axis=1), tl.sum(g * tb3[None, :], axis=1)
 
     @triton.jit
-    def _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, inv, w, dw,
-                         q0, q1, q2, q3):
-        """dE/dr_ij from dE/dR_ij (q, normalised rows) through 1/dstd and R~ = w [1/(r+p), r_ij/(r+p)^2]."""
+    def _pair_grad_of(stat_ptr, st, live, nstat, x, y, z, inv, w, dw, q0, q1, q2, q3):
+        """dE/dr_ij (x, y, z) from dE/dR_ij (q, normalised rows) through 1/dstd and R~ = w [1/(r+p), r_ij/(r+p)^2]."""
         q0 = q0 * tl.load(stat_ptr + nstat + st, mask=live, other=0.0)
         q1 = q1 * tl.load(stat_ptr + nstat + st + 1, mask=live, other=0.0)
         q2 = q2 * tl.load(stat_ptr + nstat + st + 2, mask=live, other=0.0)
@@ -104,10 +103,17 @@ if embedding.triton is not None:
         inv2 = inv * inv
         radial = q0 * (dw * inv - w * inv2) + (q1 * x + q2 * y + q3 * z) * (dw * inv2 - 2.0 * w * inv2 * inv)
         radial = radial / tl.sqrt(x * x + y * y + z * z)
+        return radial * x + q1 * w * inv2, radial * y + q2 * w * inv2, radial * z + q3 * w * inv2
+
+    @triton.jit
+    def _store_pair_grad(grad_ptr, stat_ptr, st, centre, slot, live, nnei, nstat, x, y, z, inv, w, dw,
+                         q0, q1, q2, q3):
+        """dE/dr_ij (`_pair_grad_of`) of the slots into grad_ptr (n, nnei, 3)."""
+        gx, gy, gz = _pair_grad_of(stat_ptr, st, live, nstat, x, y, z, inv, w, dw, q0, q1, q2, q3)
         at = (centre * nnei + slot) * 3
-        tl.store(grad_ptr + at, radial * x + q1 * w * inv2, mask=live)
-        tl.store(grad_ptr + at + 1, radial * y + q2 * w * inv2, mask=live)
-        tl.store(grad_ptr + at + 2, radial * z + q3 * w * inv2, mask=live)
+        tl.store(grad_ptr + at, gx, mask=live)
+        tl.store(grad_ptr + at + 1, gy, mask=live)
+        tl.store(grad_ptr + at + 2, gz, mask=live)
 
     @triton.jit
     def _row_at(i, WIDTH: tl.constexpr):
@@ -139,14 +145,20 @@ if embedding.triton is not None:
         block, rank in the block, whether the slot exists, and the centre's type."""
         i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
         centre, slot = i // nnei, (i % nnei).to(tl.int32)
+        b, rank = _block_and_rank(starts_ptr, slot, NTYPES)
+        real = i < n.to(tl.int64) * nnei
+        return i, centre, slot, b, rank, real, tl.load(type_ptr + centre, mask=real, other=0)
+
+    @triton.jit
+    def _block_and_rank(starts_ptr, slot, NTYPES: tl.constexpr):
+        """Each slot's neighbour-type block and its rank in the block."""
         b, start = slot * 0, slot * 0
         for t in tl.static_range(1, NTYPES):
             first = tl.load(starts_ptr + t)
             past = slot >= first
             b += past.to(tl.int32)
             start = tl.where(past, first, start)
-        real = i < n.to(tl.int64) * nnei
-        return i, centre, slot, b, slot - start, real, tl.load(type_ptr + centre, mask=real, other=0)
+        return b, slot - start
 
     @triton.jit
     def _walked(top_ptr, centre, ctype, b, rank, real, NTYPES: tl.constexpr, ATOMS: tl.constexpr,

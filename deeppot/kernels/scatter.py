@@ -28,6 +28,8 @@ if embedding.triton is not None:
     import triton
     import triton.language as tl
 
+    from deeppot.kernels.env_rows import _block_and_rank, _env_rows, _load_four, _pair_grad_of, _walked
+
     @triton.jit
     def _component(ptr, at, c, live):
         return tl.load(ptr + at + c, mask=live, other=0.0).to(tl.float64)
@@ -68,7 +70,12 @@ if embedding.triton is not None:
         centre = start + i
         _scatter_forces(force_ptr, centre, owner, real, gx, gy, gz)
         x, y, z = _component(rij_ptr, at, 0, real), _component(rij_ptr, at, 1, real), _component(rij_ptr, at, 2, real)
-        row = virial_ptr + centre * 9  # each centre's row belongs to this program alone
+        _add_centre_virial(virial_ptr, centre, gx, gy, gz, x, y, z)
+
+    @triton.jit
+    def _add_centre_virial(virial_ptr, centre, gx, gy, gz, x, y, z):
+        """virial_centre -= sum_j g_ij (x) r_ij: each centre's row belongs to one program alone."""
+        row = virial_ptr + centre * 9
         tl.store(row, tl.load(row) - tl.sum(gx * x))
         tl.store(row + 1, tl.load(row + 1) - tl.sum(gx * y))
         tl.store(row + 2, tl.load(row + 2) - tl.sum(gx * z))
@@ -78,6 +85,27 @@ if embedding.triton is not None:
         tl.store(row + 6, tl.load(row + 6) - tl.sum(gz * x))
         tl.store(row + 7, tl.load(row + 7) - tl.sum(gz * y))
         tl.store(row + 8, tl.load(row + 8) - tl.sum(gz * z))
+
+    @triton.jit
+    def _back_scatter_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, q_ptr, owner_ptr, force_ptr,
+                             virial_ptr, start, nnei, nstat, NTYPES: tl.constexpr, ATOMS: tl.constexpr,
+                             PER_TYPE: tl.constexpr, WIDTH: tl.constexpr, NNEI: tl.constexpr):
+        """`env_rows._back_kernel` and `_scatter_kernel` in one: a centre's dE/dr_ij from the dE/dR_ij (q) that a
+        gradient kernel wrote where its tiles walked, straight into the forces and the centre's virial."""
+        i = tl.program_id(0).to(tl.int64)
+        slot = tl.arange(0, NNEI)
+        owner = tl.load(owner_ptr + i * nnei + slot, mask=slot < nnei, other=-1)
+        ctype = tl.load(type_ptr + i)
+        b, rank = _block_and_rank(starts_ptr, slot, NTYPES)
+        walked = _walked(top_ptr, i, ctype, b, rank, owner >= 0, NTYPES, ATOMS, PER_TYPE)
+        _, _, _, _, x, y, z, inv, w, dw, st = _env_rows(rij_ptr, stat_ptr, geo_ptr, i, ctype, slot, walked, nnei,
+                                                        nstat)
+        q0, q1, q2, q3 = _load_four(q_ptr, i * nnei + slot, walked, WIDTH)
+        gx, gy, gz = _pair_grad_of(stat_ptr, st, walked, nstat, x, y, z, inv, w, dw, q0, q1, q2, q3)
+        gx, gy, gz = tl.where(walked, gx, 0.0), tl.where(walked, gy, 0.0), tl.where(walked, gz, 0.0)
+        gx, gy, gz = gx.to(tl.float64), gy.to(tl.float64), gz.to(tl.float64)
+        _scatter_forces(force_ptr, start + i, owner, walked, gx, gy, gz)
+        _add_centre_virial(virial_ptr, start + i, gx, gy, gz, x.to(tl.float64), y.to(tl.float64), z.to(tl.float64))
 
     @triton.jit
     def _add_virial_row(row, ga, x, y, z):
@@ -173,4 +201,18 @@ def scatter_forces_and_virial(force: Tensor, virial: Tensor, g: Tensor, rij: Ten
                           NNEI=triton.next_power_of_2(nnei), num_warps=1)
 
 
-__all__ = ["TrainingForces", "scatter_forces_and_virial", "training_forces_and_virial"]
+def back_and_scatter(d, args: list, q: Tensor, atoms: int, per_type: bool, force: Tensor, virial: Tensor,
+                     owner: Tensor, start: int) -> None:
+    """`env_rows.back_to_pairs` and `scatter_forces_and_virial` in one kernel: the forces and per-centre virials of
+    the centres start.. from the dE/dR_ij q that a gradient kernel of `atoms`-centre tiles wrote (`args`: its
+    `env_args`, the tiles' tops last), without dE/dr_ij ever stored."""
+    rij, types, stats, geo, starts, tops = args[:6]
+    n, nnei = rij.shape[:2]
+    if n == 0:
+        return
+    _back_scatter_kernel[(n,)](rij, types, stats, geo, starts, tops, q, owner.contiguous(), force, virial, start,
+                               nnei, d.davg.numel(), NTYPES=d.ntypes, ATOMS=atoms, PER_TYPE=per_type,
+                               WIDTH=q.shape[1], NNEI=triton.next_power_of_2(nnei), num_warps=1)
+
+
+__all__ = ["TrainingForces", "back_and_scatter", "scatter_forces_and_virial", "training_forces_and_virial"]

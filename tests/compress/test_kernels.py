@@ -93,12 +93,17 @@ def test_kernels_skip_the_padding(case, tile, monkeypatch):
     torch.testing.assert_close(grad, kernels.compressed_pair_grad(d, rij, flat.center_type, t_bar), **TOL[d.dtype])
 
 
-@pytest.mark.parametrize("by_type", [False, True])
-def test_pair_stage_in_the_evaluator(by_type):
-    """Chunks of 7 centres; by_type: each chunk's centres of each type given (as `Evaluator` does), else found."""
+@pytest.mark.parametrize(("by_type", "scatters"), [(False, False), (True, False), (True, True)])
+def test_pair_stage_in_the_evaluator(by_type, scatters):
+    """Chunks of 7 centres; by_type: each chunk's centres of each type given (as `Evaluator` does), else found;
+    scatters: the stage adds the forces and virials itself (`scatter.back_and_scatter`), as in `Evaluator`."""
+    from deeppot.kernels.pairs import pair_data
+    from deeppot.kernels.scatter import scatter_forces_and_virial
+
     model, flat = chunk_of(True, "float64", (4, 8, 16), (5, 40), 2)
     ref = evaluate_flat(model, flat, 7, reference_pair_stage)
-    out = evaluate_flat(model, flat, 7, kernels.compressed_pair_stage, by_type=by_type)
+    fast = dict(scatter=scatter_forces_and_virial, pairs=pair_data, stage_scatters=True) if scatters else {}
+    out = evaluate_flat(model, flat, 7, kernels.compressed_pair_stage, by_type=by_type, **fast)
     assert len(flat.type_rows) == (4 if by_type else 0)
     for key in ("atom_energy", "force", "virial"):
         torch.testing.assert_close(out[key], ref[key], rtol=1e-11, atol=1e-11)

@@ -91,15 +91,21 @@ def test_fused_stage_equals_reference_stage(type_one_side, sync_free):
     assert grad_ref.abs().max() > 1e-5  # the comparison is not between zeros
 
 
-def test_fused_stage_in_the_evaluator_by_type():
+@pytest.mark.parametrize("scatters", [False, True])
+def test_fused_stage_in_the_evaluator_by_type(scatters):
     """Chunks of 7 of 24 centres of three types, each chunk's centres of each type given (as `Evaluator` does):
-    float64 outputs equal the reference stage's."""
+    float64 outputs equal the reference stage's; scatters: the stage adds the forces and per-centre virials itself
+    from its gradient kernel's dE/dR_ij (`scatter.back_and_scatter`), as in `Evaluator`."""
+    from deeppot.kernels.pairs import pair_data
+    from deeppot.kernels.scatter import scatter_forces_and_virial
+
     model = chunk_of(False, "float64", (4, 8, 16), (8, 8, 8), 3, seed=4)[0]
     coord, atype, box = random_system(natoms=12, ntypes=3, nframes=2, seed=4)
     nd = build_neighbor_data(coord.to(DEVICE), atype[None].expand(2, -1).to(DEVICE), box.to(DEVICE), model.rcut,
                              model.sel)
     flat = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
-    out = evaluate_flat(model, flat, 7, kernels.fused_pair_stage, by_type=True)
+    fast = dict(scatter=scatter_forces_and_virial, pairs=pair_data, stage_scatters=True) if scatters else {}
+    out = evaluate_flat(model, flat, 7, kernels.fused_pair_stage, by_type=True, **fast)
     ref = evaluate_flat(model, flat, 7, reference_pair_stage)
     assert len(flat.type_rows) == 4
     for key in ("atom_energy", "force", "virial"):
