@@ -352,7 +352,7 @@ def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3",
     n, nnei = rij.shape[:2]
     t_mat = rij.new_empty(n, 4, meta["N3"])
     fused = desc is not None or (FUSED_TAIL and reach is not None and tail_in_kernel(d))
-    extra = _epilogue_args(d, t_mat, reach, desc, meta) if fused else \
+    extra = epilogue_args(d, t_mat, reach, desc, meta, meta["N3"]) if fused else \
         dict(tail_ptr=t_mat, first_ptr=t_mat, tail_rows=0, desc_ptr=t_mat, pos_ptr=t_mat)  # placeholders, not read
     _tiled_t_kernel[(len(tops),)](*tensors, t_mat, n, nnei, d.davg.numel(), **meta, **extra)
     if reach is not None and not meta.get("TAIL"):
@@ -365,17 +365,17 @@ def tail_in_kernel(d) -> bool:
     return not d.exclude_types
 
 
-def _epilogue_args(d, t_mat: Tensor, reach: Reach | None, desc: tuple[Tensor, Tensor | None] | None,
-                   meta: dict) -> dict:
-    """The T kernel's epilogue arguments (suffix table, its blocks' first rows, rows per type, D, pos), and its
-    constants into meta."""
+def epilogue_args(d, t_mat: Tensor, reach: Reach | None, desc: tuple[Tensor, Tensor | None] | None,
+                  meta: dict, m1: int) -> dict:
+    """A T kernel's epilogue arguments (suffix table, its blocks' first rows, rows per type, D, pos), and its
+    constants into meta (this module's T kernel and the compressed one's); m1, T's width."""
     assert tail_in_kernel(d), "exclude_types: the tail needs `reach.add_tail_reference`"
     table = suffix_table(d) if reach is not None else t_mat
     out, pos = desc if desc is not None else (t_mat, None)
     meta.update(TAIL=reach is not None, DESC=desc is not None, HAS_POS=pos is not None)
     if desc is not None:
-        m2 = out.shape[1] // meta["N3"]
-        meta.update(M2=m2, MP=triton.next_power_of_2(meta["N3"]), KP=max(16, triton.next_power_of_2(m2)))
+        m2 = out.shape[1] // m1
+        meta.update(M2=m2, MP=triton.next_power_of_2(m1), KP=max(16, triton.next_power_of_2(m2)))
     return dict(tail_ptr=table, first_ptr=block_layout(tuple(d.sel), t_mat.device)[2],
                 tail_rows=table.shape[1] if reach is not None else 0, desc_ptr=out,
                 pos_ptr=t_mat if pos is None else pos)

@@ -26,7 +26,7 @@ import functools
 import torch
 from torch import Tensor
 
-from deeppot.kernels import embedding
+from deeppot.kernels import atom_tiles, descriptor, embedding
 from deeppot.kernels.descriptor import two_kernel_stage
 from deeppot.kernels.env_rows import LANE_BLOCK, back_to_pairs, env_args
 from deeppot.kernels.reach import Reach, add_tail, tile_tops
@@ -47,7 +47,8 @@ if embedding.triton is not None:
     import triton
     import triton.language as tl
 
-    from deeppot.kernels.atom_tiles import _tile, _tile_t_bar
+    from deeppot.kernels.atom_tiles import _tile, _tile_t_bar, _tile_tail
+    from deeppot.kernels.descriptor_matrix import _descriptor_rows
     from deeppot.kernels.env_rows import _env_rows, _load_four, _row_at, _slots_either_visits, _store_four
 
     @triton.jit
@@ -130,7 +131,10 @@ if embedding.triton is not None:
     @triton.jit
     def _compressed_t_kernel(rows_ptr, type_ptr, geo_ptr, starts_ptr, top_ptr, table_ptr, t_ptr, n, nnei,
                              M1: tl.constexpr, M1P: tl.constexpr, NTYPES: tl.constexpr, ATOMS: tl.constexpr,
-                             SLOTS: tl.constexpr, MAX_SEL: tl.constexpr):
+                             SLOTS: tl.constexpr, MAX_SEL: tl.constexpr, tail_ptr, first_ptr, tail_rows, desc_ptr,
+                             pos_ptr, TAIL: tl.constexpr = False, DESC: tl.constexpr = False,
+                             HAS_POS: tl.constexpr = False, M2: tl.constexpr = 16, MP: tl.constexpr = 128,
+                             KP: tl.constexpr = 16):
         # R_ij^T G accumulates per chunk row; the sum over slots comes once, at the end (summing every chunk made
         # the float32 kernel 9.1 instead of 5.4 ms at one atom x 16 slots, run 49)
         first, _, centre, real, _, lane = _tile(type_ptr, n, ATOMS, SLOTS)
@@ -152,12 +156,28 @@ if embedding.triton is not None:
                     t3 += rz[:, None] * g
         atom = first + tl.arange(0, ATOMS)
         out = t_ptr + (atom * 4 * M1)[:, None] + col[None, :]
-        ok = (atom < n)[:, None] & col_ok[None, :]
+        real_atom = atom < n
+        ok = real_atom[:, None] & col_ok[None, :]
         scale = tl.load(geo_ptr + 3)
-        tl.store(out, _slot_sum(t0, ATOMS, SLOTS) * scale, mask=ok)
-        tl.store(out + M1, _slot_sum(t1, ATOMS, SLOTS) * scale, mask=ok)
-        tl.store(out + 2 * M1, _slot_sum(t2, ATOMS, SLOTS) * scale, mask=ok)
-        tl.store(out + 3 * M1, _slot_sum(t3, ATOMS, SLOTS) * scale, mask=ok)
+        t0, t1, t2, t3 = (_slot_sum(t0, ATOMS, SLOTS), _slot_sum(t1, ATOMS, SLOTS), _slot_sum(t2, ATOMS, SLOTS),
+                          _slot_sum(t3, ATOMS, SLOTS))
+        if TAIL:  # `atom_tiles.FUSED_TAIL`
+            t0 += _tile_tail(tail_ptr, type_ptr, top_ptr, first_ptr, tail_rows, atom, 0, col, col_ok, real_atom, M1,
+                             NTYPES, True)
+            t1 += _tile_tail(tail_ptr, type_ptr, top_ptr, first_ptr, tail_rows, atom, 1, col, col_ok, real_atom, M1,
+                             NTYPES, True)
+            t2 += _tile_tail(tail_ptr, type_ptr, top_ptr, first_ptr, tail_rows, atom, 2, col, col_ok, real_atom, M1,
+                             NTYPES, True)
+            t3 += _tile_tail(tail_ptr, type_ptr, top_ptr, first_ptr, tail_rows, atom, 3, col, col_ok, real_atom, M1,
+                             NTYPES, True)
+        tl.store(out, t0 * scale, mask=ok)
+        tl.store(out + M1, t1 * scale, mask=ok)
+        tl.store(out + 2 * M1, t2 * scale, mask=ok)
+        tl.store(out + 3 * M1, t3 * scale, mask=ok)
+        if DESC:  # as the atom tiles' T kernel: D from the T just stored
+            tl.debug_barrier()
+            rows = tl.load(pos_ptr + atom, mask=real_atom, other=0) if HAS_POS else atom
+            _descriptor_rows(t_ptr, t_ptr, atom, real_atom, desc_ptr, rows, M1, M2, MP, KP, ATOMS, False)
 
     @triton.jit
     def _tile_row_grad(g, dg, s, rx, ry, rz, tb0, tb1, tb2, tb3, ATOMS: tl.constexpr, SLOTS: tl.constexpr):
@@ -278,17 +298,20 @@ def _launch(d, rij: Tensor, center_type: Tensor, kernel: str, reach: Reach | Non
 
 
 def compressed_descriptor_t(d, rij: Tensor, center_type: Tensor, reach: Reach | None = None,
-                            rows: Tensor | None = None) -> Tensor:
+                            rows: Tensor | None = None, desc: tuple[Tensor, Tensor | None] | None = None) -> Tensor:
     """T_i = sum_j R_ij^T G(s_ij) / nnei (n, 4, M1) from the tables; rij (n, nnei, 3) in the descriptor precision
     (padded slots: a vector beyond rcut), center_type (n,); with `reach` (`deeppot.kernels.reach`) the kernel
     skips the padding after each tile's furthest neighbour and adds what it would have added. `rows`: the slots'
-    `table_rows`, if made already."""
+    `table_rows`, if made already; `desc`: as `atom_tiles.descriptor_t`'s (the kernel writes D too)."""
     rows, (_, types, _, geo, starts, tops), meta = _launch(d, rij, center_type, "t", reach, rows)
     n, nnei = rij.shape[:2]
     t_mat = rij.new_empty(n, 4, meta["M1"])
     table = packed_tables(d.tables, d.dtype, rij.device)[0]
-    _compressed_t_kernel[(len(tops),)](rows, types, geo, starts, tops, table, t_mat, n, nnei, **meta)
-    if reach is not None:
+    fused = desc is not None or (atom_tiles.FUSED_TAIL and reach is not None and atom_tiles.tail_in_kernel(d))
+    extra = atom_tiles.epilogue_args(d, t_mat, reach, desc, meta, meta["M1"]) if fused else \
+        dict(tail_ptr=t_mat, first_ptr=t_mat, tail_rows=0, desc_ptr=t_mat, pos_ptr=t_mat)  # placeholders, not read
+    _compressed_t_kernel[(len(tops),)](rows, types, geo, starts, tops, table, t_mat, n, nnei, **meta, **extra)
+    if reach is not None and not meta.get("TAIL"):
         add_tail(d, t_mat, center_type, tops, meta["ATOMS"], 0, reach.last)
     return t_mat
 
@@ -317,7 +340,8 @@ def compressed_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Te
     pair stage (as `deeppot.kernels.descriptor.fused_pair_stage`: the fitting nets on each type's `type_rows`;
     sync_free runs every fitting net on every atom; scatter_into, the forces and virials added there)."""
     return two_kernel_stage(model, rij, center_type, neighbor_type, sync_free, compressed_descriptor_t,
-                            compressed_pair_grad, precision, _shared_rows, type_rows, scatter_into=scatter_into)
+                            compressed_pair_grad, precision, _shared_rows, type_rows,
+                            desc_in_t=descriptor.D_IN_T_KERNEL_COMPRESSED, scatter_into=scatter_into)
 
 
 def _shared_rows(d, rij: Tensor, center_type: Tensor, reach: Reach) -> dict:

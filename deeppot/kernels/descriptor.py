@@ -39,6 +39,8 @@ TILES = {"t": (32, 4), "grad": (16, 4)}
 # Whether the atom-tile T kernel also writes D for the fitting nets (`desc_rows`, `atom_tiles.descriptor_t`), after
 # it adds the tail itself, instead of `descriptor_matrix`'s kernel reading T back.
 D_IN_T_KERNEL = True
+# The same for the compressed T kernel (`compressed.compressed_descriptor_t`).
+D_IN_T_KERNEL_COMPRESSED = True
 # Whether a stage given `scatter_into` adds the forces and virials from its gradient kernel's dE/dR_ij in one kernel
 # (`scatter.back_and_scatter`), where `env_rows.back_to_pairs` wrote dE/dr_ij and `scatter` read it back.
 SCATTER_IN_STAGE = True

@@ -152,3 +152,27 @@ def test_evaluator_picks_the_compressed_kernels():
     ours, ref = fused.evaluate(*args), plain.evaluate(*args)
     for key in ("energy", "force", "virial"):
         torch.testing.assert_close(ours[key], ref[key], rtol=1e-11, atol=1e-11)
+
+
+@pytest.mark.parametrize(("case", "by_type"), [(1, True), (2, False), (3, True)])
+def test_t_kernel_adds_the_tail_and_writes_d_itself(case, by_type, monkeypatch):
+    """The compressed T kernel that adds the tail before it stores T and writes D (each type's atoms together, or
+    every atom at its own row) gives the T of the tail kernel after it and the D of `descriptor_matrix`'s kernel."""
+    from deeppot.kernels import atom_tiles, descriptor, descriptor_matrix
+    from deeppot.model.energy_model import type_groups
+
+    model, flat = chunk_of(*CASES[case])
+    d, ct = model.descriptor, flat.center_type
+    rij = flat.pair_vectors(0, flat.ncentre, model.rcut).to(d.dtype)
+    neighbor_type = flat.neighbor_owner_and_type(0, flat.ncentre)[1]
+    reach = find_reach(d, ct, neighbor_type)
+    assert (reach.reach < reach.reach.new_tensor(d.sel)).any()  # a tail to add
+    type_rows = type_groups(ct, d.ntypes) if by_type else None
+    desc, pos = descriptor.desc_rows(model, ct, not by_type, type_rows)
+    t_fused = kernels.compressed_descriptor_t(d, rij, ct, reach, desc=(desc, pos))
+    monkeypatch.setattr(atom_tiles, "FUSED_TAIL", False)
+    t_plain = kernels.compressed_descriptor_t(d, rij, ct, find_reach(d, ct, neighbor_type))
+    torch.testing.assert_close(t_fused, t_plain, **TOL[d.dtype])
+    expected = descriptor_matrix.descriptor_from_t(t_plain, d.axis_neuron, model.fitting.dtype,
+                                                   torch.cat(type_rows) if by_type else None)
+    torch.testing.assert_close(desc, expected, **TOL[d.dtype])
