@@ -111,13 +111,27 @@ def atom_tile_source(kernel: str, precision: str, tile: tuple[int, int, int], ne
         tiles[kernel] = saved
     warps = meta.pop("num_warps")
     outputs = [rij.new_empty(n, 4, meta["N3"])] if kernel == "t" else [rij.new_empty(n, 4, meta["N3"]), rij]
-    args = [*tensors, *outputs, n, nnei, 1]
+    args = [*tensors, *outputs, n, nnei, 1, *_epilogue(model, kernel, outputs[0], meta).values()]
     fn = atom_tiles._tiled_t_kernel if kernel == "t" else atom_tiles._tiled_grad_kernel
     names = [a for a in fn.arg_names if a not in meta]
     sig = {name: argument_type(a) for name, a in zip(names, args, strict=True)}
     sig.update({name: "constexpr" for name in meta})
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(fn.arg_names) if sig[name].startswith("*")}
     return ASTSource(fn, sig, constexprs=meta, attrs=attrs if aligned else None), warps
+
+
+def _epilogue(model, kernel: str, t_mat: torch.Tensor, meta: dict) -> dict:
+    """The atom-tile kernels' arguments after nstat as the Evaluator's stage launches them (constants into meta):
+    the T kernel adds the tail and writes D at each type's positions; the gradient kernel has none."""
+    from deeppot.kernels import atom_tiles
+    from deeppot.kernels.reach import full_reach
+
+    if kernel != "t":
+        return {}
+    d, n = model.descriptor, t_mat.shape[0]
+    desc = t_mat.new_empty(n, d.dim_out, dtype=model.fitting.dtype)
+    pos = torch.zeros(n, dtype=torch.int64)
+    return atom_tiles.epilogue_args(d, t_mat, full_reach(d, n, t_mat.device), (desc, pos), meta, meta["N3"])
 
 
 def atom_tile_report(kernel: str, precision: str, tile: tuple[int, int, int], neuron: list[int], sel: list[int],
