@@ -351,9 +351,7 @@ def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3",
     tensors, meta, tops = _tiled_args(d, rij, center_type, precision, "t", reach, rows)
     n, nnei = rij.shape[:2]
     t_mat = rij.new_empty(n, 4, meta["N3"])
-    fused = desc is not None or (FUSED_TAIL and reach is not None and tail_in_kernel(d))
-    extra = epilogue_args(d, t_mat, reach, desc, meta, meta["N3"]) if fused else \
-        dict(tail_ptr=t_mat, first_ptr=t_mat, tail_rows=0, desc_ptr=t_mat, pos_ptr=t_mat)  # placeholders, not read
+    extra = epilogue_args(d, t_mat, reach, desc, meta, meta["N3"])
     _tiled_t_kernel[(len(tops),)](*tensors, t_mat, n, nnei, d.davg.numel(), **meta, **extra)
     if reach is not None and not meta.get("TAIL"):
         add_tail(d, t_mat, center_type, tops, meta["ATOMS"], _per_type(d), reach.last)
@@ -368,7 +366,10 @@ def tail_in_kernel(d) -> bool:
 def epilogue_args(d, t_mat: Tensor, reach: Reach | None, desc: tuple[Tensor, Tensor | None] | None,
                   meta: dict, m1: int) -> dict:
     """A T kernel's epilogue arguments (suffix table, its blocks' first rows, rows per type, D, pos), and its
-    constants into meta (this module's T kernel and the compressed one's); m1, T's width."""
+    constants into meta (this module's T kernel and the compressed one's; TAIL set where the kernel adds the tail,
+    else the caller does); m1, T's width. Placeholders, never read, where the kernel has no epilogue."""
+    if desc is None and not (FUSED_TAIL and reach is not None and tail_in_kernel(d)):
+        return dict(tail_ptr=t_mat, first_ptr=t_mat, tail_rows=0, desc_ptr=t_mat, pos_ptr=t_mat)
     assert tail_in_kernel(d), "exclude_types: the tail needs `reach.add_tail_reference`"
     table = suffix_table(d) if reach is not None else t_mat
     out, pos = desc if desc is not None else (t_mat, None)

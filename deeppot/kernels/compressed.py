@@ -307,9 +307,7 @@ def compressed_descriptor_t(d, rij: Tensor, center_type: Tensor, reach: Reach | 
     n, nnei = rij.shape[:2]
     t_mat = rij.new_empty(n, 4, meta["M1"])
     table = packed_tables(d.tables, d.dtype, rij.device)[0]
-    fused = desc is not None or (atom_tiles.FUSED_TAIL and reach is not None and atom_tiles.tail_in_kernel(d))
-    extra = atom_tiles.epilogue_args(d, t_mat, reach, desc, meta, meta["M1"]) if fused else \
-        dict(tail_ptr=t_mat, first_ptr=t_mat, tail_rows=0, desc_ptr=t_mat, pos_ptr=t_mat)  # placeholders, not read
+    extra = atom_tiles.epilogue_args(d, t_mat, reach, desc, meta, meta["M1"])
     _compressed_t_kernel[(len(tops),)](rows, types, geo, starts, tops, table, t_mat, n, nnei, **meta, **extra)
     if reach is not None and not meta.get("TAIL"):
         add_tail(d, t_mat, center_type, tops, meta["ATOMS"], 0, reach.last)

@@ -30,6 +30,7 @@ import torch
 from torch import Tensor
 
 from deeppot.kernels import embedding
+from deeppot.kernels.env_rows import _block_starts
 from deeppot.model.descriptor import exclusion_mask
 
 __all__ = ["Reach", "add_tail", "add_tail_reference", "block_layout", "excluded_as_padding", "find_reach",
@@ -198,7 +199,6 @@ if embedding.triton is not None:
         t = tl.load(t_ptr + i * W + col, mask=ok)
         tl.store(t_ptr + i * W + col, t + tail / nnei, mask=ok)
 
-
     @triton.jit
     def _reach_kernel(ntype_ptr, ctype_ptr, starts_ptr, excluded_ptr, last_ptr, reach_ptr, n, nnei, nexcl,
                       NB: tl.constexpr, SELP: tl.constexpr, CENTRES: tl.constexpr, EXCLUDE: tl.constexpr):
@@ -231,12 +231,6 @@ def _reach_by_kernel(d, center_type: Tensor, neighbor_type: Tensor) -> Reach:
                                               SELP=triton.next_power_of_2(max(d.sel)), CENTRES=centres,
                                               EXCLUDE=bool(d.exclude_types), num_warps=4)
     return Reach(reach, last, {})
-
-
-@functools.cache
-def _block_starts(sel: tuple[int, ...], device: torch.device) -> Tensor:
-    """Each block's first slot, then the list's length (int32), made once per device."""
-    return torch.tensor([0, *accumulate(sel)], dtype=torch.int32, device=device)
 
 
 def _tail_kernel_add(d, t_mat: Tensor, center_type: Tensor, tops: Tensor, atoms: int, per_type: int) -> Tensor:

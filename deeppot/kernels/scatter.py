@@ -35,12 +35,17 @@ if embedding.triton is not None:
         return tl.load(ptr + at + c, mask=live, other=0.0).to(tl.float64)
 
     @triton.jit
+    def _xyz(ptr, at, live):
+        """The x, y, z components at `at` of a (..., 3) tensor, float64; 0 where not live."""
+        return _component(ptr, at, 0, live), _component(ptr, at, 1, live), _component(ptr, at, 2, live)
+
+    @triton.jit
     def _pair_rows(ptr, i, nnei, NNEI: tl.constexpr):
         """Centre i's (NNEI,) x, y, z components of a (n, nnei, 3) tensor, float64, and the slots' validity."""
         j = tl.arange(0, NNEI)
         live = j < nnei
-        at = (i * nnei + j) * 3
-        return _component(ptr, at, 0, live), _component(ptr, at, 1, live), _component(ptr, at, 2, live), j, live
+        x, y, z = _xyz(ptr, (i * nnei + j) * 3, live)
+        return x, y, z, j, live
 
     @triton.jit
     def _add(ptr, value, mask=None):
@@ -66,10 +71,10 @@ if embedding.triton is not None:
         owner = tl.load(owner_ptr + i * nnei + j, mask=j < nnei, other=-1)
         real = owner >= 0  # padded slots carry g = 0: neither read nor added
         at = (i * nnei + j) * 3
-        gx, gy, gz = _component(g_ptr, at, 0, real), _component(g_ptr, at, 1, real), _component(g_ptr, at, 2, real)
+        gx, gy, gz = _xyz(g_ptr, at, real)
         centre = start + i
         _scatter_forces(force_ptr, centre, owner, real, gx, gy, gz)
-        x, y, z = _component(rij_ptr, at, 0, real), _component(rij_ptr, at, 1, real), _component(rij_ptr, at, 2, real)
+        x, y, z = _xyz(rij_ptr, at, real)
         _add_centre_virial(virial_ptr, centre, gx, gy, gz, x, y, z)
 
     @triton.jit
