@@ -229,15 +229,11 @@ def two_kernel_stage(model, rij: Tensor, center_type: Tensor, neighbor_type: Ten
     if not (d.ntypes == 1 or sync_free) and type_rows is None:
         type_rows = type_groups(center_type, d.ntypes)  # a host sync
     desc = desc_rows(model, center_type, sync_free, type_rows) if desc_in_t else None
-    if desc is not None:
-        extra["desc"] = desc
-    t_mat = t_kernel(d, rij, center_type, reach=reach, **extra)
+    t_mat = t_kernel(d, rij, center_type, reach=reach, **extra, **({} if desc is None else {"desc": desc}))
     energy, t_bar = energy_and_t_bar(model, t_mat, center_type, sync_free, precision, type_rows,
                                      None if desc is None else desc[0])
-    extra.pop("desc", None)
-    if scatter_into is not None and SCATTER_IN_STAGE:
-        extra["into"] = scatter_into
-    return energy, grad_kernel(d, rij, center_type, t_bar, reach=reach, **extra)
+    into = {"into": scatter_into} if scatter_into is not None and SCATTER_IN_STAGE else {}
+    return energy, grad_kernel(d, rij, center_type, t_bar, reach=reach, **extra, **into)
 
 
 def desc_rows(model, center_type: Tensor, sync_free: bool, type_rows: list[Tensor] | None
