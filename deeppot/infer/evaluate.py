@@ -40,7 +40,8 @@ class FlatNeighbors:
     Centre c is local atom c % nloc of frame c // nloc, and extended atom (c // nloc) * nall + c % nloc.
     type_rows: the centres of each type per chunk (`rows_by_type`), made on first use and kept, so that evaluating
     this data again needs no host sync for them; flats whose centres have the same types may share it (an MD run's
-    neighbour data, rebuilt every step for the same atoms).
+    neighbour data, rebuilt every step for the same atoms). orders: its `deeppot.infer.order.CentreOrder`s, kept
+    likewise (an MD run's steps share them until the list's next build).
     """
 
     ext_coord: Tensor
@@ -51,12 +52,14 @@ class FlatNeighbors:
     nf: int
     nloc: int
     type_rows: dict[tuple[int, int, int], list[Tensor]] = field(default_factory=dict)
+    orders: dict = field(default_factory=dict)
 
     @classmethod
     def from_frames(cls, ext_coord: Tensor, ext_atype: Tensor, nlist: Tensor, mapping: Tensor,
-                    type_rows: dict | None = None) -> FlatNeighbors:
+                    type_rows: dict | None = None, orders: dict | None = None) -> FlatNeighbors:
         """From DeePMD-layout neighbour data: ext_coord (nf, nall, 3), ext_atype (nf, nall), nlist (nf, nloc, nnei),
-        mapping (nf, nall); type_rows: another flat's, of centres of the same types."""
+        mapping (nf, nall); type_rows: another flat's, of centres of the same types; orders: another flat's, of the
+        same extended atoms (an MD step's since the list's last build)."""
         nf, nall = ext_atype.shape
         nloc = nlist.shape[1]
         if nf == 1:  # no offsets: a pass over the list fewer (~0.2 ms at 98,304 water atoms, run 220)
@@ -67,7 +70,7 @@ class FlatNeighbors:
             owner = mapping + (frame * nloc)[:, None]
         return cls(ext_coord.reshape(nf * nall, 3), ext_atype.reshape(-1), flat_nlist.reshape(nf * nloc, -1),
                    owner.reshape(-1), ext_atype[:, :nloc].clamp(min=0).reshape(-1), nf, nloc,
-                   {} if type_rows is None else type_rows)
+                   {} if type_rows is None else type_rows, {} if orders is None else orders)
 
     @property
     def ncentre(self) -> int:
@@ -127,10 +130,20 @@ def chunks(n: int, chunk_atoms: int) -> Iterator[tuple[int, int]]:
     return ((i * n // count, (i + 1) * n // count) for i in range(count))
 
 
-def reference_pair_data(flat: FlatNeighbors, start: int, stop: int, rcut: float, dtype: torch.dtype
-                    ) -> tuple[Tensor, Tensor, Tensor]:
-    """A chunk's pair data in PyTorch: r_ij in float64 (whatever dtype), neighbour owner and type."""
-    return flat.pair_vectors(start, stop, rcut), *flat.neighbor_owner_and_type(start, stop)
+def reference_pair_data(flat: FlatNeighbors, start: int, stop: int, rcut: float, dtype: torch.dtype, order=None
+                        ) -> tuple[Tensor, Tensor, Tensor]:
+    """A chunk's pair data in PyTorch: r_ij in float64 (whatever dtype), neighbour owner and type; with a
+    `deeppot.infer.order.CentreOrder`, of its positions start..stop-1 (row i: centre order[start + i]), each
+    neighbour's owner as its position."""
+    if order is None:
+        return flat.pair_vectors(start, stop, rcut), *flat.neighbor_owner_and_type(start, stop)
+    centres = order.order[start:stop]
+    nlist = flat.nlist[centres]
+    nall = flat.ext_coord.shape[0] // flat.nf
+    me = (centres // flat.nloc) * nall + centres % flat.nloc
+    real, j = nlist >= 0, nlist.clamp(min=0)
+    rij = torch.where(real[..., None], flat.ext_coord[j] - flat.ext_coord[me][:, None, :], rcut)
+    return rij, torch.where(real, order.owner[j], -1), torch.where(real, flat.ext_atype[j], -1)
 
 
 def reference_pair_stage(model: EnergyModel, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
@@ -153,7 +166,7 @@ def reference_pair_stage(model: EnergyModel, rij: Tensor, nlist_loc: Tensor, cen
 
 def evaluate_flat(model: EnergyModel, flat: FlatNeighbors, chunk_atoms: int, pair_stage: PairStage,
                   atomic: bool = False, scatter: Scatter | None = None, pairs: Pairs = reference_pair_data,
-                  by_type: bool = False, stage_scatters: bool = False) -> dict[str, Tensor]:
+                  by_type: bool = False, stage_scatters: bool = False, order=None) -> dict[str, Tensor]:
     """Energy (nf,), atom_energy (nf, nloc), force (nf, nloc, 3), virial (nf, 9) [, atom_virial (nf, nloc, 9)],
     all float64, evaluating `chunk_atoms` centres at a time through `pair_stage`.
 
@@ -165,18 +178,24 @@ def evaluate_flat(model: EnergyModel, flat: FlatNeighbors, chunk_atoms: int, pai
     (keyword `type_rows`, `FlatNeighbors.rows_by_type`), as the fused stages do to run each fitting net on its
     own type's atoms. stage_scatters: the pair stage takes `scatter_into` (force, virial, nlist_loc, start) and
     adds the forces and per-centre virials itself where it returns no dE/dr_ij (the fused stages: without `atomic`).
+    order: a `deeppot.infer.order.CentreOrder` of flat, in which the chunks take the centres (`pairs` takes it too).
     """
     n, device = flat.ncentre, flat.nlist.device
     atom_energy = torch.empty(n, dtype=torch.float64, device=device)
     force = torch.zeros(n, 3, dtype=torch.float64, device=device)
     virial = torch.zeros(n, 9, dtype=torch.float64, device=device)
-    by_type = by_type and model.descriptor.ntypes > 1
+    by_type, ntypes = by_type and model.descriptor.ntypes > 1, model.descriptor.ntypes
+    center_type, ordered = (flat.center_type, {}) if order is None else (order.center_type, {"order": order})
     for start, stop in chunks(n, chunk_atoms):
-        rij, nlist_loc, neighbor_type = pairs(flat, start, stop, model.rcut, model.descriptor.dtype)
-        rows = {"type_rows": flat.rows_by_type(start, stop, model.descriptor.ntypes)} if by_type else {}
+        rij, nlist_loc, neighbor_type = pairs(flat, start, stop, model.rcut, model.descriptor.dtype, **ordered)
+        if by_type:
+            key = (start, stop, ntypes)
+            rows = {"type_rows": flat.rows_by_type(*key) if order is None else order.type_rows[key]}
+        else:
+            rows = {}
         if stage_scatters and not atomic:
             rows["scatter_into"] = (force, virial, nlist_loc, start)
-        energy, g = pair_stage(model, rij.to(model.descriptor.dtype), nlist_loc, flat.center_type[start:stop],
+        energy, g = pair_stage(model, rij.to(model.descriptor.dtype), nlist_loc, center_type[start:stop],
                                neighbor_type, **rows)
         atom_energy[start:stop] = energy
         if g is None:  # added by the stage
@@ -185,6 +204,8 @@ def evaluate_flat(model: EnergyModel, flat: FlatNeighbors, chunk_atoms: int, pai
             add_forces_and_virial(force, virial, g, rij, nlist_loc, start, atomic)
         else:
             scatter(force, virial, g, rij, nlist_loc, start)
+    if order is not None:  # each centre's row back from its position
+        atom_energy, force, virial = (x[order.inverse] for x in (atom_energy, force, virial))
     return frame_outputs(atom_energy, force, virial, flat.nf, flat.nloc, atomic)
 
 

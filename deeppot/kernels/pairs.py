@@ -6,6 +6,8 @@ coordinates, three selections of the padding, a float64 r_ij and its copy in the
 98,304 water atoms (run 83). Here one pass over the list gathers each neighbour's coordinates, subtracts in float64
 (coordinates of large cells lose digits in float32 before the subtraction, not after) and stores r_ij in the
 model's precision, with the owner and the type of each slot; padded slots get (rcut, rcut, rcut), owner and type -1.
+Given a `deeppot.infer.order.CentreOrder`, row i of the chunk is centre order[start + i] and each owner is a position
+in that order.
 Tests: tests/kernels/test_pairs.py (GPU, or Triton's interpreter on a CPU).
 """
 
@@ -23,12 +25,14 @@ if embedding.triton is not None:
     import triton.language as tl
 
     @triton.jit
-    def _pairs_kernel(coord_ptr, atype_ptr, owner_ptr, nlist_ptr, rij_ptr, loc_ptr, type_ptr, start, total, nnei, nloc,
-                      nall, rcut, BLOCK: tl.constexpr):
-        e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)  # pair e: slot e % nnei of centre e // nnei
+    def _pairs_kernel(coord_ptr, atype_ptr, owner_ptr, nlist_ptr, order_ptr, rij_ptr, loc_ptr, type_ptr, start, total,
+                      nnei, nloc, nall, rcut, BLOCK: tl.constexpr, ORDERED: tl.constexpr):
+        e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)  # pair e: slot e % nnei of row e // nnei
         live = e < total
         centre = start + e // nnei
-        j = tl.load(nlist_ptr + e, mask=live, other=-1)  # the chunk's rows of the list
+        if ORDERED:  # row i is centre order[start + i]
+            centre = tl.load(order_ptr + centre, mask=live, other=0)
+        j = tl.load(nlist_ptr + centre * nnei + e % nnei, mask=live, other=-1)
         real = j >= 0
         me = (centre // nloc) * nall + centre % nloc  # the centre as an extended atom
         for c in tl.static_range(3):
@@ -39,9 +43,11 @@ if embedding.triton is not None:
         tl.store(type_ptr + e, tl.load(atype_ptr + j, mask=real, other=-1), mask=live)
 
 
-def pair_data(flat, start: int, stop: int, rcut: float, dtype: torch.dtype) -> tuple[Tensor, Tensor, Tensor]:
+def pair_data(flat, start: int, stop: int, rcut: float, dtype: torch.dtype, order=None
+              ) -> tuple[Tensor, Tensor, Tensor]:
     """r_ij (n, nnei, 3) in dtype, neighbour owner and type (n, nnei) int64 of centres start..stop-1 of
-    `FlatNeighbors` flat: `pair_vectors` (rounded once to dtype) and `neighbor_owner_and_type`."""
+    `FlatNeighbors` flat: `pair_vectors` (rounded once to dtype) and `neighbor_owner_and_type`; with a
+    `CentreOrder`, of its positions start..stop-1, owners as positions (as `evaluate.reference_pair_data`)."""
     nnei = flat.nlist.shape[1]
     n, device = stop - start, flat.nlist.device
     rij = torch.empty(n, nnei, 3, dtype=dtype, device=device)
@@ -50,7 +56,8 @@ def pair_data(flat, start: int, stop: int, rcut: float, dtype: torch.dtype) -> t
     total = n * nnei
     if total:
         _pairs_kernel[(triton.cdiv(total, BLOCK),)](
-            flat.ext_coord.contiguous(), flat.ext_atype.contiguous(), flat.owner.contiguous(),
-            flat.nlist[start:stop].contiguous(), rij, loc, types, start, total, nnei, flat.nloc,
-            flat.ext_coord.shape[0] // flat.nf, float(rcut), BLOCK=BLOCK, num_warps=4)
+            flat.ext_coord.contiguous(), flat.ext_atype.contiguous(),
+            (flat.owner if order is None else order.owner).contiguous(), flat.nlist.contiguous(),
+            flat.nlist if order is None else order.order, rij, loc, types, start, total, nnei, flat.nloc,
+            flat.ext_coord.shape[0] // flat.nf, float(rcut), BLOCK=BLOCK, ORDERED=order is not None, num_warps=4)
     return rij, loc, types

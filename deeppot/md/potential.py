@@ -107,6 +107,7 @@ class DeepPotential:
         self.nlist = SkinNeighborList(first.rcut, first.sel, skin, sort=sort, static=self.graphed is not None)
         self.flat: FlatNeighbors | None = None  # the neighbour data of the last `compute`
         self.type_rows: dict = {}  # the centres of each type, made once for every step's neighbour data
+        self.orders: dict = {}  # the centres' order for the kernels (`deeppot.infer.order`), made once a build
         self.evaluations = 0  # calls of `compute` (steps run twice after a late rebuild count twice)
         self.warned_close = False
 
@@ -143,8 +144,10 @@ class DeepPotential:
         self.evaluations += 1
         built = rebuild or self.nlist.ref is None
         data = self.nlist.build(coord, self.atype, box) if built else self.nlist.update(coord, box)
+        if built:
+            self.orders.clear()
         self.flat = FlatNeighbors.from_frames(data.ext_coord, data.ext_atype, data.nlist, data.mapping,
-                                              self.type_rows)
+                                              self.type_rows, self.orders)
         if built:  # a build syncs with the host anyway: a good moment to look at the closest pair
             self.check_distances()
         if self.graphed is None:

@@ -91,11 +91,13 @@ def test_fused_stage_equals_reference_stage(type_one_side, sync_free):
     assert grad_ref.abs().max() > 1e-5  # the comparison is not between zeros
 
 
-@pytest.mark.parametrize("scatters", [False, True])
-def test_fused_stage_in_the_evaluator_by_type(scatters):
+@pytest.mark.parametrize(("scatters", "ordered"), [(False, False), (True, False), (True, True)])
+def test_fused_stage_in_the_evaluator_by_type(scatters, ordered):
     """Chunks of 7 of 24 centres of three types, each chunk's centres of each type given (as `Evaluator` does):
     float64 outputs equal the reference stage's; scatters: the stage adds the forces and per-centre virials itself
-    from its gradient kernel's dE/dR_ij (`scatter.back_and_scatter`), as in `Evaluator`."""
+    from its gradient kernel's dE/dR_ij (`scatter.back_and_scatter`), as in `Evaluator`; ordered: the chunks take
+    the centres in the order of their neighbour counts (`deeppot.infer.order`), the types' rows its ranges."""
+    from deeppot.infer.order import centre_order
     from deeppot.kernels.pairs import pair_data
     from deeppot.kernels.scatter import scatter_forces_and_virial
 
@@ -105,9 +107,12 @@ def test_fused_stage_in_the_evaluator_by_type(scatters):
                              model.sel)
     flat = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
     fast = dict(scatter=scatter_forces_and_virial, pairs=pair_data, stage_scatters=True) if scatters else {}
+    if ordered:
+        fast["order"] = centre_order(flat, model.sel, 3, 7)
+        assert not torch.equal(fast["order"].order, torch.arange(24, device=DEVICE))
     out = evaluate_flat(model, flat, 7, kernels.fused_pair_stage, by_type=True, **fast)
     ref = evaluate_flat(model, flat, 7, reference_pair_stage)
-    assert len(flat.type_rows) == 4
+    assert len(flat.type_rows) == (0 if ordered else 4)
     for key in ("atom_energy", "force", "virial"):
         torch.testing.assert_close(out[key], ref[key], rtol=1e-11, atol=1e-11)
 

@@ -1,0 +1,78 @@
+"""Run 258: the centres in the order of their neighbour counts (`deeppot.infer.order`), timed in one process on
+trained models, with the float32 (f16x3) atom tiles of (4 atoms, 16 slots) and of (8, 8).
+
+Variants: "base" (the atoms' order), "order" (the order made once per neighbour data, as an MD run between builds
+and a repeated evaluation use it), "fresh" (the order made again every call, as a call with a new list pays it),
+"order_8x8" / "order_t8x8" / "order_g8x8" (the order, both kernels / T / the gradient on (8, 8, 4) tiles) and
+"base_8x8". Per model and variant: the prebuilt-list call's wall ms (a fresh `DeepPot` each), the atom-tile
+kernels' CUDA ms a call, the largest deviation of energy and forces from the first variant's.
+
+Usage (GPU, repository root): python order_probe.py water=.mid/water/model.dp ... --natoms 98304 --rounds 2
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "run250"))
+from infer_bench import load_frame, replicas_for, replicate
+from variant_probe import DEVICE, kernel_ms, wall_ms
+
+from deeppot.infer import DeepPot, deep_pot
+from deeppot.kernels import atom_tiles
+
+TILES = {"4x16": {"t": (4, 16, 4), "grad": (4, 16, 4)}, "8x8": {"t": (8, 8, 4), "grad": (8, 8, 4)},
+         "t8x8": {"t": (8, 8, 4), "grad": (4, 16, 4)}, "g8x8": {"t": (4, 16, 4), "grad": (8, 8, 4)}}
+VARIANTS = {"base": (False, "4x16"), "order": (True, "4x16"), "fresh": (True, "4x16"), "order_8x8": (True, "8x8"),
+            "order_t8x8": (True, "t8x8"), "order_g8x8": (True, "g8x8"), "base_8x8": (False, "8x8")}
+
+
+def run_variant(system, path, name, frame, ref, calls):
+    order, tiles = VARIANTS[name]
+    deep_pot.ORDER_MIN_CENTRES = 4096 if order else 1 << 62
+    atom_tiles.F16X3_TILES = TILES[tiles]
+    ev = DeepPot(path, device=DEVICE).evaluator
+    c, b, t = frame
+    flat = ev.neighbors(torch.as_tensor(c, device=DEVICE).reshape(1, -1, 3), torch.as_tensor(t, device=DEVICE)
+                        .reshape(1, -1), torch.as_tensor(b, device=DEVICE).reshape(1, 3, 3))
+
+    def call():
+        if name == "fresh":
+            flat.orders.clear()
+        return ev.evaluate_neighbors(flat)
+
+    out = call()
+    row = {"system": system, "variant": name, "natoms": len(t), "products": ev.products,
+           "ms": round(wall_ms(call, calls), 3), "kernels": kernel_ms(call, max(1, calls // 4))}
+    if ref is not None:
+        row["d_energy_rel"] = float((out["energy"] - ref["energy"]).abs().max() / ref["energy"].abs().max())
+        row["d_force_rel"] = float((out["force"] - ref["force"]).abs().max() / ref["force"].abs().max())
+    print(json.dumps(row), flush=True)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("models", nargs="+")
+    ap.add_argument("--natoms", type=int, default=98304)
+    ap.add_argument("--data", default=".peer/data")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS))
+    args = ap.parse_args()
+    for spec in args.models:
+        system, path = spec.split("=")
+        coord, box, atype = load_frame(Path(args.data), system)
+        frame = replicate(coord, box, atype, replicas_for(args.natoms, len(atype)))
+        ref = None
+        for _ in range(args.rounds):
+            for name in args.variants:
+                out = run_variant(system, path, name, frame, ref, args.calls)
+                ref = out if ref is None else ref
+
+
+if __name__ == "__main__":
+    main()
