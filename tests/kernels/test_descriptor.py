@@ -8,6 +8,7 @@ from helpers import make_model, random_system
 
 from deeppot.infer.evaluate import FlatNeighbors, evaluate_flat, reference_pair_stage
 from deeppot.kernels.reach import (
+    Reach,
     add_tail,
     add_tail_reference,
     find_reach,
@@ -15,6 +16,7 @@ from deeppot.kernels.reach import (
     padding_terms,
     suffix_table,
     tile_tops,
+    tile_tops_reference,
 )
 from deeppot.model import analytic
 from deeppot.nlist import build_neighbor_data
@@ -396,3 +398,17 @@ def test_reach_kernel_equals_its_pytorch_twin(exclude):
         assert torch.equal(got.reach, ref.reach) and torch.equal(got.last, ref.last)
         assert (ref.last > 0).all() and (ref.last < ref.last.new_tensor(d.sel)).any()
     assert (got.reach == 0).any() == bool(exclude)
+
+
+@pytest.mark.parametrize("atoms", [1, 3, 4, 8])
+@pytest.mark.parametrize("per_type", [0, 3])
+def test_tile_tops_kernel_equals_its_pytorch_twin(atoms, per_type):
+    """Per tile of `atoms` centres (a ragged last one), kind and block, the most reach: one kernel against the
+    PyTorch twin, on reach up to 90 and centres of three types in random order."""
+    gen = torch.Generator().manual_seed(atoms)
+    reach = torch.randint(0, 91, (37, 3), generator=gen, dtype=torch.int32).to(DEVICE)
+    center_type = torch.randint(0, 3, (37,), generator=gen).to(DEVICE)
+    got = tile_tops(None, Reach(reach, reach, {}), center_type, atoms, per_type)
+    ref = tile_tops_reference(reach, center_type, atoms, per_type)
+    assert got.shape == ref.shape == (-(-37 // atoms), max(per_type, 1), 3)
+    assert torch.equal(got, ref) and (ref > 0).any()

@@ -23,6 +23,6 @@ PYTHONPATH=$PWD:$PWD/benchmarks timeout 300 python3 $P water=.mid/water/model.dp
   alloy=.mid/alloy/model.dp --rounds 2 2>> $OUT/run258_err1.txt | tee $OUT/run258_probe1.jsonl | cut -c1-300
 el probe2
 PYTHONPATH=$PWD:$PWD/benchmarks timeout 150 python3 $P water=.mid/water/model64.dp water=.mid/water/compressed.dp \
-  --rounds 2 --variants base order fresh 2>> $OUT/run258_err1.txt | tee -a $OUT/run258_probe1.jsonl | cut -c1-300
+  --rounds 2 --variants base tops order fresh 2>> $OUT/run258_err1.txt | tee -a $OUT/run258_probe1.jsonl | cut -c1-300
 tail -3 $OUT/run258_err1.txt
 el done

@@ -1,10 +1,11 @@
 """Run 258: the centres in the order of their neighbour counts (`deeppot.infer.order`), timed in one process on
 trained models, with the float32 (f16x3) atom tiles of (4 atoms, 16 slots) and of (8, 8).
 
-Variants: "base" (the atoms' order), "order" (the order made once per neighbour data, as an MD run between builds
-and a repeated evaluation use it), "fresh" (the order made again every call, as a call with a new list pays it),
-"order_8x8" / "order_t8x8" / "order_g8x8" (the order, both kernels / T / the gradient on (8, 8, 4) tiles) and
-"base_8x8". Per model and variant: the prebuilt-list call's wall ms (a fresh `DeepPot` each), the atom-tile
+Variants: "base" (the atoms' order, the tiles' tops in PyTorch), "tops" (the tops in one kernel,
+`reach.TOPS_KERNEL`; every later variant too), "order" (the order made once per neighbour data, as an MD run
+between builds and a repeated evaluation use it), "fresh" (the order made again every call, as a call with a new
+list pays it), "order_8x8" / "order_t8x8" / "order_g8x8" (the order, both kernels / T / the gradient on (8, 8, 4)
+tiles) and "base_8x8". Per model and variant: the prebuilt-list call's wall ms (a fresh `DeepPot` each), the atom-tile
 kernels' CUDA ms a call, the largest deviation of energy and forces from the first variant's.
 
 Usage (GPU, repository root): python order_probe.py water=.mid/water/model.dp ... --natoms 98304 --rounds 2
@@ -22,16 +23,18 @@ from infer_bench import load_frame, replicas_for, replicate
 from variant_probe import DEVICE, kernel_ms, wall_ms
 
 from deeppot.infer import DeepPot, deep_pot
-from deeppot.kernels import atom_tiles
+from deeppot.kernels import atom_tiles, reach
 
 TILES = {"4x16": {"t": (4, 16, 4), "grad": (4, 16, 4)}, "8x8": {"t": (8, 8, 4), "grad": (8, 8, 4)},
          "t8x8": {"t": (8, 8, 4), "grad": (4, 16, 4)}, "g8x8": {"t": (4, 16, 4), "grad": (8, 8, 4)}}
-VARIANTS = {"base": (False, "4x16"), "order": (True, "4x16"), "fresh": (True, "4x16"), "order_8x8": (True, "8x8"),
-            "order_t8x8": (True, "t8x8"), "order_g8x8": (True, "g8x8"), "base_8x8": (False, "8x8")}
+# (the order, the tiles, `reach.TOPS_KERNEL`)
+VARIANTS = {"base": (False, "4x16", False), "tops": (False, "4x16", True), "order": (True, "4x16", True),
+            "fresh": (True, "4x16", True), "order_8x8": (True, "8x8", True), "order_t8x8": (True, "t8x8", True),
+            "order_g8x8": (True, "g8x8", True), "base_8x8": (False, "8x8", True)}
 
 
 def run_variant(system, path, name, frame, ref, calls):
-    order, tiles = VARIANTS[name]
+    order, tiles, reach.TOPS_KERNEL = VARIANTS[name]
     deep_pot.ORDER_MIN_CENTRES = 4096 if order else 1 << 62
     atom_tiles.F16X3_TILES = TILES[tiles]
     ev = DeepPot(path, device=DEVICE).evaluator
