@@ -19,10 +19,11 @@ PYTHONPATH=/tmp/site:$PWD timeout 120 python3 -m pytest -q -x tests/gpu/test_inf
   2>&1 | tail -2
 el probe
 P=benchmarks/results/run258/order_probe.py
-PYTHONPATH=$PWD:$PWD/benchmarks timeout 300 python3 $P water=.mid/water/model.dp copper=.mid/copper/model.dp \
-  alloy=.mid/alloy/model.dp --rounds 2 2>> $OUT/run258_err1.txt | tee $OUT/run258_probe1.jsonl | cut -c1-300
+PYTHONPATH=$PWD:$PWD/benchmarks timeout 330 python3 $P water=.mid/water/model.dp copper=.mid/copper/model.dp \
+  alloy=.mid/alloy/model.dp --rounds 2 --variants base tops order fresh order_8x8 order_g8x8 \
+  2>> $OUT/run258_err1.txt | tee $OUT/run258_probe1.jsonl | cut -c1-300
 el probe2
 PYTHONPATH=$PWD:$PWD/benchmarks timeout 150 python3 $P water=.mid/water/model64.dp water=.mid/water/compressed.dp \
-  --rounds 2 --variants base tops order fresh 2>> $OUT/run258_err1.txt | tee -a $OUT/run258_probe1.jsonl | cut -c1-300
+  --rounds 2 --variants base order 2>> $OUT/run258_err1.txt | tee -a $OUT/run258_probe1.jsonl | cut -c1-300
 tail -3 $OUT/run258_err1.txt
 el done
