@@ -25,7 +25,7 @@ from torch import Tensor
 
 from deeppot.infer.candidates import evaluation_neighbors
 from deeppot.infer.evaluate import FlatNeighbors, PairStage, evaluate_flat, reference_pair_data, reference_pair_stage
-from deeppot.infer.order import ordered
+from deeppot.infer.order import kept_order
 from deeppot.model import EnergyModel
 from deeppot.model.slots import interchangeable_slots
 from deeppot.nlist import REFERENCE_MAX_PAIRS, reference_pairs
@@ -41,8 +41,8 @@ def packed_outputs(out: dict[str, Tensor], atomic: bool) -> Tensor:
     return torch.cat([out[key].reshape(-1) for key in (OUTPUT_KEYS if atomic else OUTPUT_KEYS[:3])])
 
 
-# From this many centres the fused stages take them in the order of their neighbour counts (`deeppot.infer.order`):
-# its sort and its host sync cost less than the slots it saves the kernels (run 258).
+# From this many centres the fused stages take prebuilt neighbour data in the order of their neighbour counts
+# (`deeppot.infer.order`, `Evaluator.evaluate_neighbors`).
 ORDER_MIN_CENTRES = 4096
 # From this many values a GPU's outputs come back through pinned memory (on an H100's host, 295k float64: 159 us
 # against 290 us for a copy into pageable memory; 37k: the same; 600: pageable 20 us against 31, run 230).
@@ -187,7 +187,7 @@ class Evaluator:
     def _evaluate_batch(self, coord: Tensor, atype: Tensor, box: Tensor | None, atomic: bool) -> dict[str, Tensor]:
         host = coord.device.type == "cpu"
         flat = self.host_neighbors(coord, atype, box) if host else self.neighbors(coord, atype, box)
-        return self.evaluate_neighbors(flat, atomic)
+        return self.evaluate_neighbors(flat, atomic, ordered=False)  # a list of its own: no order pays
 
     def host_neighbors(self, coord: Tensor, atype: Tensor, box: Tensor | None, sort: bool | None = None
                        ) -> FlatNeighbors:
@@ -214,17 +214,18 @@ class Evaluator:
         return FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
 
     def evaluate_neighbors(self, flat: FlatNeighbors, atomic: bool = False,
-                           pair_stage: PairStage | None = None, graphed: bool = False) -> dict[str, Tensor]:
+                           pair_stage: PairStage | None = None, ordered: bool = True) -> dict[str, Tensor]:
         """The outputs of `evaluate` from prebuilt neighbour data; pair_stage: a variant of this evaluator's (the
         sync-free one that a CUDA graph captures). The fused stages get each chunk's centres by type from `flat`,
         which keeps them: evaluating the same data again (or an MD run's, which shares them) syncs for them no more
-        (run 180: ntypes syncs a call left the GPU idle for ~0.5 ms of a 13.8 ms water call). On many centres they
-        take them in the order of their neighbour counts (`deeppot.infer.order`), kept by flat likewise, unless
-        graphed (a CUDA graph's capture: its order would need a host sync)."""
+        (run 180: ntypes syncs a call left the GPU idle for ~0.5 ms of a 13.8 ms water call). On many centres and
+        if ordered, they take them in the order of their neighbour counts (`deeppot.infer.order`), kept by flat
+        likewise: worth it where the data is evaluated again (MD steps between builds; run 258, water: 10.82 ->
+        10.56 ms a call, made anew each call 11.37), so not in `evaluate`'s calls nor in a CUDA graph's capture."""
         order = None
-        if self.fused and pair_stage is None and not graphed and flat.ncentre >= ORDER_MIN_CENTRES:
+        if self.fused and pair_stage is None and ordered and flat.ncentre >= ORDER_MIN_CENTRES:
             d = self.model.descriptor
-            order = ordered(flat, list(d.sel), d.ntypes, self.chunk_atoms)
+            order = kept_order(flat, list(d.sel), d.ntypes, self.chunk_atoms)
         with torch.no_grad(), self.gemm_precision():
             return evaluate_flat(self.model, flat, self.chunk_atoms, pair_stage or self.pair_stage, atomic,
                                  self.scatter, self.pairs, by_type=self.fused and pair_stage is None,

@@ -120,7 +120,7 @@ class GraphedEvaluation:
         """The evaluation the graph replays, run eagerly (sync-free once flat has its centres by type: it can be
         captured in a larger graph)."""
         if self.by_type(flat):
-            return self.evaluator.evaluate_neighbors(flat, self.atomic, graphed=True)
+            return self.evaluator.evaluate_neighbors(flat, self.atomic, ordered=False)
         return self.evaluator.evaluate_neighbors(flat, self.atomic, self.pair_stage)
 
     def _capture(self, flat: FlatNeighbors) -> _Captured:
@@ -397,7 +397,7 @@ class GraphedCall:
         """The evaluation of the list (each fitting net on its type's atoms where type_rows are given, else every net
         on every atom), its outputs flattened (`packed_outputs`) and then the flag."""
         flat = FlatNeighbors.from_frames(ext_coord, ext_atype, nlist, mapping, type_rows)
-        out = self.evaluator.evaluate_neighbors(flat, atomic, None if type_rows else self.pair_stage, graphed=True)
+        out = self.evaluator.evaluate_neighbors(flat, atomic, None if type_rows else self.pair_stage, ordered=False)
         return torch.cat([packed_outputs(out, atomic), flag.to(torch.float64).reshape(1)])
 
     def _rows(self, ext_coord: Tensor, ext_atype: Tensor, atype: Tensor) -> tuple[Tensor, Tensor]:

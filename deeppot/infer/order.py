@@ -44,13 +44,16 @@ class CentreOrder:
 
 
 def centre_order(flat: FlatNeighbors, sel: list[int], ntypes: int, chunk_atoms: int) -> CentreOrder:
-    """The order of flat's centres by type, then by the count of each neighbour-type block in steps of STEP (one
-    host sync: the count of each type)."""
+    """The order of flat's centres by type, then by the count of each neighbour-type block in steps of STEP. The
+    count of each type comes from flat's `rows_by_type` (a host sync where flat has not made them yet)."""
     key = sort_key(flat.nlist, flat.center_type, sel, ntypes)
     order = torch.argsort(key, stable=True)  # stable: alike atoms keep their order (and their locality)
     inverse = torch.empty_like(order)
     inverse[order] = torch.arange(len(order), device=order.device)
-    counts = torch.bincount(flat.center_type, minlength=ntypes).tolist()
+    counts = [flat.ncentre] if ntypes == 1 else [0] * ntypes
+    if ntypes > 1:
+        for start, stop in chunks(flat.ncentre, chunk_atoms):
+            counts = [c + len(rows) for c, rows in zip(counts, flat.rows_by_type(start, stop, ntypes), strict=True)]
     return CentreOrder(order, inverse, inverse[flat.owner], flat.center_type[order],
                        type_ranges(counts, flat.ncentre, chunk_atoms, order.device), _source(flat))
 
@@ -89,7 +92,7 @@ def _source(flat: FlatNeighbors) -> tuple:
     return flat.ncentre, owner.shape, owner.data_ptr(), owner._version
 
 
-def ordered(flat: FlatNeighbors, sel: list[int], ntypes: int, chunk_atoms: int) -> CentreOrder:
+def kept_order(flat: FlatNeighbors, sel: list[int], ntypes: int, chunk_atoms: int) -> CentreOrder:
     """flat's `CentreOrder`, kept in flat.orders (which an MD run's neighbour data share until the next build)."""
     key = (tuple(sel), ntypes, chunk_atoms)
     made = flat.orders.get(key)
@@ -98,4 +101,4 @@ def ordered(flat: FlatNeighbors, sel: list[int], ntypes: int, chunk_atoms: int) 
     return made
 
 
-__all__ = ["CentreOrder", "centre_order", "ordered", "sort_key"]
+__all__ = ["CentreOrder", "centre_order", "kept_order", "sort_key"]

@@ -12,7 +12,7 @@ from helpers import make_model, random_system
 from deeppot.infer import deep_pot
 from deeppot.infer.deep_pot import Evaluator
 from deeppot.infer.evaluate import FlatNeighbors, evaluate_flat, reference_pair_stage
-from deeppot.infer.order import STEP, centre_order, ordered, sort_key
+from deeppot.infer.order import STEP, centre_order, kept_order, sort_key
 from deeppot.nlist import build_neighbor_data
 
 pytestmark = pytest.mark.filterwarnings("ignore::deeppot.nlist.NeighborOverflowWarning")
@@ -94,7 +94,7 @@ def test_an_evaluation_in_the_order_equals_one_in_the_atoms_order(atomic):
 
 def test_the_evaluator_keeps_a_lists_order_until_its_owners_change(monkeypatch):
     """The fused evaluator orders many centres (here: any) once per neighbour data; data of other extended atoms
-    (an MD rebuild) gets its own; graphed calls keep the atoms' order."""
+    (an MD rebuild) gets its own; unordered calls (graphs, `evaluate`) keep the atoms' order."""
     model, flat = flat_and_model()
     ev = Evaluator(model, "cpu", fused=False)
     monkeypatch.setattr(ev, "fused", True)  # the order's bookkeeping, with the PyTorch stage
@@ -103,13 +103,13 @@ def test_the_evaluator_keeps_a_lists_order_until_its_owners_change(monkeypatch):
                                                                                                            *args))
     ref = evaluate_flat(model, flat, ev.chunk_atoms, reference_pair_stage)
     out = ev.evaluate_neighbors(flat)
-    made = ordered(flat, model.sel, 3, ev.chunk_atoms)
+    made = kept_order(flat, model.sel, 3, ev.chunk_atoms)
     assert len(flat.orders) == 1 and ev.evaluate_neighbors(flat) is not None
-    assert ordered(flat, model.sel, 3, ev.chunk_atoms) is made
+    assert kept_order(flat, model.sel, 3, ev.chunk_atoms) is made
     for key in ("energy", "force", "virial"):
         torch.testing.assert_close(out[key], ref[key], rtol=1e-13, atol=1e-13)
     flat.owner = flat.owner.clone()  # other extended atoms
-    assert ordered(flat, model.sel, 3, ev.chunk_atoms) is not made
+    assert kept_order(flat, model.sel, 3, ev.chunk_atoms) is not made
     other = dataclasses.replace(flat, orders={})
-    ev.evaluate_neighbors(other, graphed=True)
+    ev.evaluate_neighbors(other, ordered=False)
     assert not other.orders
