@@ -24,7 +24,7 @@ PYTHONPATH=$PWD:$PWD/benchmarks timeout 100 python3 benchmarks/results/run258/or
   2>> $OUT/run258_err2.txt | tee $OUT/run258_probe2.jsonl | cut -c1-200
 md() {  # tree
   el "md $1"
-  (cd $1 && PYTHONPATH=$PWD timeout 100 python3 $R/benchmarks/md_bench.py --sizes 98304 --dtype float32 \
+  (cd $1 && PYTHONPATH=/tmp/site:$PWD timeout 100 python3 $R/benchmarks/md_bench.py --sizes 98304 --dtype float32 \
     --model $R/.mid/water/model.dp --steps 200 --warmup 20) 2>> $OUT/run258_err2.txt \
     | sed "s/^{/{\"tree\": \"$1\", /" | tee -a $OUT/run258_md2.jsonl | cut -c1-400
 }
