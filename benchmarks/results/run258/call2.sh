@@ -25,7 +25,7 @@ PYTHONPATH=$PWD:$PWD/benchmarks timeout 100 python3 benchmarks/results/run258/or
 md() {  # tree
   el "md $1"
   (cd $1 && PYTHONPATH=/tmp/site:$PWD timeout 100 python3 $R/benchmarks/md_bench.py --sizes 98304 --dtype float32 \
-    --model $R/.mid/water/model.dp --steps 200 --warmup 20) 2>> $OUT/run258_err2.txt \
+    --model $R/.mid/water/model.dp --steps 100 --warmup 20) 2>> $OUT/run258_err2.txt \
     | sed "s/^{/{\"tree\": \"$1\", /" | tee -a $OUT/run258_md2.jsonl | cut -c1-400
 }
 md .; md .old
@@ -38,8 +38,8 @@ bench() {  # tree round
     | tee -a $OUT/run258_bench2.jsonl | grep -o '"case": "[^"]*"\|"ms_median": [0-9.]*' | tr '\n' ' '
   echo
 }
-[ $(( $(date +%s) - T0 )) -gt 400 ] && { el "skip bench"; exit 0; }
+[ $(( $(date +%s) - T0 )) -gt 380 ] && { el "skip bench"; exit 0; }
 bench . 1; bench .old 1
-[ $(( $(date +%s) - T0 )) -gt 520 ] && { el "skip round 2"; exit 0; }
+[ $(( $(date +%s) - T0 )) -gt 470 ] && { el "skip round 2"; exit 0; }
 bench .old 2; bench . 2
 el done
