@@ -222,14 +222,28 @@ class Evaluator:
         if ordered, they take them in the order of their neighbour counts (`deeppot.infer.order`), kept by flat
         likewise: worth it where the data is evaluated again (MD steps between builds; run 258, water: 10.82 ->
         10.56 ms a call, made anew each call 11.37), so not in `evaluate`'s calls nor in a CUDA graph's capture."""
-        order = None
+        order, stage = None, pair_stage or self.pair_stage
         if self.fused and pair_stage is None and ordered and flat.ncentre >= ORDER_MIN_CENTRES:
             d = self.model.descriptor
             order = kept_order(flat, list(d.sel), d.ntypes, self.chunk_atoms)
+            if (tile := self._gradient_tile(order)) is not None:
+                stage = functools.partial(stage, grad_tile=tile)
         with torch.no_grad(), self.gemm_precision():
-            return evaluate_flat(self.model, flat, self.chunk_atoms, pair_stage or self.pair_stage, atomic,
-                                 self.scatter, self.pairs, by_type=self.fused and pair_stage is None,
-                                 stage_scatters=self.stage_scatters, order=order)
+            return evaluate_flat(self.model, flat, self.chunk_atoms, stage, atomic, self.scatter, self.pairs,
+                                 by_type=self.fused and pair_stage is None, stage_scatters=self.stage_scatters,
+                                 order=order)
+
+    def _gradient_tile(self, order) -> tuple | None:
+        """The atom-tile gradient kernel's tile for the centres of `order` where not the default
+        (`atom_tiles.gradient_tile`, asked once an order); None for compressed models (their own kernels)."""
+        d = self.model.descriptor
+        if d.compressed:
+            return None
+        if "grad" not in order.tiles:
+            from deeppot.kernels import atom_tiles
+
+            order.tiles["grad"] = atom_tiles.gradient_tile(d, order.counts, order.center_type, self.products, d.dtype)
+        return order.tiles["grad"]
 
     @contextlib.contextmanager
     def gemm_precision(self) -> Iterator[None]:

@@ -16,7 +16,7 @@ depends on the order, never a result beyond rounding: a stale order (an MD step'
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 
 import torch
@@ -31,46 +31,54 @@ KEY_BITS = 62
 @dataclass
 class CentreOrder:
     """order (ncentre,): the centre at each position; inverse: the position of each centre; owner (nf * nall,): the
-    position of each extended atom's centre; center_type: the type at each position; type_rows: the positions of
-    each type in every chunk of `evaluate_flat` (`FlatNeighbors.rows_by_type`'s layout: local to the chunk);
-    source: which list it was made for (`_source`)."""
+    position of each extended atom's centre; center_type: the type at each position; counts (ncentre, nblocks): the
+    neighbours of each block at each position; type_rows: the positions of each type in every chunk of
+    `evaluate_flat` (`FlatNeighbors.rows_by_type`'s layout: local to the chunk); source: which list it was made for
+    (`_source`); tiles: what the evaluator chose for it (`deeppot.kernels.atom_tiles.gradient_tile`), kept."""
 
     order: Tensor
     inverse: Tensor
     owner: Tensor
     center_type: Tensor
+    counts: Tensor
     type_rows: dict
     source: tuple
+    tiles: dict = field(default_factory=dict)
 
 
 def centre_order(flat: FlatNeighbors, sel: list[int], ntypes: int, chunk_atoms: int) -> CentreOrder:
     """The order of flat's centres by type, then by the count of each neighbour-type block in steps of STEP. The
     count of each type comes from flat's `rows_by_type` (a host sync where flat has not made them yet)."""
-    key = sort_key(flat.nlist, flat.center_type, sel, ntypes)
-    order = torch.argsort(key, stable=True)  # stable: alike atoms keep their order (and their locality)
-    inverse = torch.empty_like(order)
+    counts = block_counts(flat.nlist, sel)
+    order = torch.argsort(sort_key(counts, flat.center_type, sel, ntypes), stable=True)  # stable: alike atoms
+    inverse = torch.empty_like(order)                                                  # keep their order
     inverse[order] = torch.arange(len(order), device=order.device)
-    counts = [flat.ncentre] if ntypes == 1 else [0] * ntypes
+    per_type = [flat.ncentre] if ntypes == 1 else [0] * ntypes
     if ntypes > 1:
         for start, stop in chunks(flat.ncentre, chunk_atoms):
-            counts = [c + len(rows) for c, rows in zip(counts, flat.rows_by_type(start, stop, ntypes), strict=True)]
-    return CentreOrder(order, inverse, inverse[flat.owner], flat.center_type[order],
-                       type_ranges(counts, flat.ncentre, chunk_atoms, order.device), _source(flat))
+            rows = flat.rows_by_type(start, stop, ntypes)
+            per_type = [c + len(r) for c, r in zip(per_type, rows, strict=True)]
+    return CentreOrder(order, inverse, inverse[flat.owner], flat.center_type[order], counts[order],
+                       type_ranges(per_type, flat.ncentre, chunk_atoms, order.device), _source(flat))
 
 
-def sort_key(nlist: Tensor, center_type: Tensor, sel: list[int], ntypes: int) -> Tensor:
+def block_counts(nlist: Tensor, sel: list[int]) -> Tensor:
+    """The neighbours of each centre in each neighbour-type block (n, nblocks) int32: the slots up to its last one,
+    as the kernels' reach counts them (the lists put a block's padding after its neighbours)."""
+    blocks = (nlist >= 0).split(list(sel), dim=1)
+    return torch.stack([block.sum(1, dtype=torch.int32) for block in blocks], 1)
+
+
+def sort_key(counts: Tensor, center_type: Tensor, sel: list[int], ntypes: int) -> Tensor:
     """Per centre an int64 that orders by type, then lexicographically by each block's count of neighbours
-    (rounded up to STEP); blocks past what 62 bits hold are left out of the key."""
+    (`block_counts`, rounded up to STEP); blocks past what 62 bits hold are left out of the key."""
     key, span = center_type.clone(), ntypes
-    start = 0
-    for width in sel:
+    for b, width in enumerate(sel):
         base = width // STEP + 2
         if span * base >= 2**KEY_BITS:
             break
-        count = (nlist[:, start:start + width] >= 0).sum(1)
-        key = key * base + (count + STEP - 1) // STEP
+        key = key * base + (counts[:, b].long() + STEP - 1) // STEP
         span *= base
-        start += width
     return key
 
 
@@ -101,4 +109,4 @@ def kept_order(flat: FlatNeighbors, sel: list[int], ntypes: int, chunk_atoms: in
     return made
 
 
-__all__ = ["CentreOrder", "centre_order", "kept_order", "sort_key"]
+__all__ = ["CentreOrder", "block_counts", "centre_order", "kept_order", "sort_key"]

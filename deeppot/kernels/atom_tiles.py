@@ -49,6 +49,13 @@ TILES = {torch.float32: {"t": (4, 16, 4), "grad": (8, 8, 4)}, torch.float64: {"t
 # for water (run 174: 4.62-4.84 ms against 4.82-4.95) but made copper's whole calls 3% slower (run 175); with the
 # weights' parts made once, again 5% faster alone (run 236: 4.48 against 4.71 ms) and copper's calls 4-7% slower.
 F16X3_TILES = {"t": (4, 16, 4), "grad": (4, 16, 4)}
+# The f16x3 gradient's tile where its tiles walk less than GRAD_TILE_GAIN times the default's slots for the centres
+# at hand (`gradient_tile`; the Evaluator asks once per ordered neighbour data, `deeppot.infer.order`). Run 258
+# (H100, centres in that order): the alloy's gradient 4.04 -> 3.57 ms on (8, 8, 4), its tiles walking 0.88 of the
+# default's slots; water's 3.75 on both (0.98); copper's 3.17 -> 3.30 (1.0: its counts fill 16-slot chunks). None:
+# always the default.
+GRAD_TILE = (8, 8, 4)
+GRAD_TILE_GAIN = 0.93
 # The gradient tiles push value and tangent through each layer as one stacked GEMM in float64 only: it spilled
 # fewer registers in ptxas for float32 too, but ran slower there (run 89: 12.0 -> 13.0 ms at 8 x 8).
 STACKED = {torch.float64}
@@ -279,16 +286,30 @@ if embedding.triton is not None:
                                         PRECISION, STACK, ROWS, PRESCALED)
 
 
-def _tile_of(precision: str, dtype: torch.dtype, kernel: str) -> tuple[int, int, int]:
-    """(ATOMS, SLOTS, warps) of a kernel at these products and precision."""
-    return (F16X3_TILES if precision == "f16x3" else TILES[dtype])[kernel]
+def _tile_of(precision: str, dtype: torch.dtype, kernel: str, tile: tuple | None = None) -> tuple[int, int, int]:
+    """(ATOMS, SLOTS, warps) of a kernel at these products and precision, unless a tile is given."""
+    return tile or (F16X3_TILES if precision == "f16x3" else TILES[dtype])[kernel]
+
+
+def gradient_tile(d, counts: Tensor, center_type: Tensor, precision: str, dtype: torch.dtype) -> tuple | None:
+    """The f16x3 gradient kernel's tile for centres with these neighbour counts (n, nblocks), in the order they
+    are evaluated: `GRAD_TILE` where its tiles walk GRAD_TILE_GAIN fewer slots than the default's (one host sync),
+    else None (the default)."""
+    if GRAD_TILE is None or precision != "f16x3" or dtype != torch.float32 or not len(counts):
+        return None
+    walked = []
+    for atoms, slots, _ in (F16X3_TILES["grad"], GRAD_TILE):
+        tops = tile_tops(d, Reach(counts, counts, {}), center_type, atoms, _per_type(d))
+        walked.append(((tops + slots - 1) // slots * slots).sum() * atoms)
+    default, small = torch.stack(walked).tolist()
+    return GRAD_TILE if small < GRAD_TILE_GAIN * default else None
 
 
 def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str, reach: Reach | None,
-                rows: Tensor | None = None) -> tuple[list, dict, Tensor]:
+                rows: Tensor | None = None, tile: tuple | None = None) -> tuple[list, dict, Tensor]:
     """The kernel's tensors up to its weights, then the slots' rows if made (`shared_rows`; else a placeholder the
-    kernel does not read), its constants and the tiles' tops."""
-    atoms, slots, warps = _tile_of(precision, rij.dtype, kernel)
+    kernel does not read), its constants and the tiles' tops; tile: (ATOMS, SLOTS, warps) if not the default."""
+    atoms, slots, warps = _tile_of(precision, rij.dtype, kernel, tile)
     tops = tile_tops(d, reach, center_type, atoms, _per_type(d))
     tensors, meta = net_args(d, rij, center_type, precision, tops)
     if rij.dtype == torch.float64:  # see the module's docstring
@@ -331,14 +352,15 @@ def _per_type(d) -> int:
     return 0 if d.type_one_side else d.ntypes
 
 
-def shared_rows(d, rij: Tensor, center_type: Tensor, reach: Reach | None, precision: str = "tf32x3") -> dict:
+def shared_rows(d, rij: Tensor, center_type: Tensor, reach: Reach | None, precision: str = "tf32x3",
+                grad_tile: tuple | None = None) -> dict:
     """The slots' environment rows made once for both kernels of a pair stage (`rows=`), for precisions in
-    `ROWS`; nothing otherwise."""
+    `ROWS`; nothing otherwise. grad_tile: the gradient kernel's, if not the default."""
     if rij.dtype not in ROWS or not (covers(rij.dtype, "t") and covers(rij.dtype, "grad")):
         return {}
     tiles = []
     for kernel in ("t", "grad"):
-        atoms = _tile_of(precision, rij.dtype, kernel)[0]
+        atoms = _tile_of(precision, rij.dtype, kernel, grad_tile if kernel == "grad" else None)[0]
         tiles.append((tile_tops(d, reach, center_type, atoms, _per_type(d)), atoms))
     return {"rows": env_rows_once(d, rij, center_type, *tiles, per_type=not d.type_one_side)}
 
@@ -383,12 +405,12 @@ def epilogue_args(d, t_mat: Tensor, reach: Reach | None, desc: tuple[Tensor, Ten
 
 
 def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3",
-                         reach: Reach | None = None, rows: Tensor | None = None, into: tuple | None = None
-                         ) -> Tensor | None:
+                         reach: Reach | None = None, rows: Tensor | None = None, into: tuple | None = None,
+                         tile: tuple | None = None) -> Tensor | None:
     """As `deeppot.kernels.descriptor.pair_grad_from_t_bar`; `rows`: the slots' `shared_rows`, if made (the
     kernel overwrites them with dE/dR_ij); `into`: (force, virial, owner, start), where the forces and virials go
-    (`scatter.back_and_scatter`) instead of dE/dr_ij being returned (None then)."""
-    tensors, meta, tops = _tiled_args(d, rij, center_type, precision, "grad", reach, rows)
+    (`scatter.back_and_scatter`) instead of dE/dr_ij being returned (None then); tile: as `_tiled_args`."""
+    tensors, meta, tops = _tiled_args(d, rij, center_type, precision, "grad", reach, rows, tile)
     n, nnei = rij.shape[:2]
     # dE/dR_ij where the tiles walk, by `_row_at`: over each slot's own row if made
     q = rij.new_empty(triton.cdiv(n * nnei, 32), 4, 32) if rows is None else rows

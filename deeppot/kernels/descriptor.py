@@ -160,13 +160,14 @@ def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3",
 
 
 def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3",
-                         reach: Reach | None = None, rows: Tensor | None = None, into: tuple | None = None
-                         ) -> Tensor | None:
+                         reach: Reach | None = None, rows: Tensor | None = None, into: tuple | None = None,
+                         tile: tuple | None = None) -> Tensor | None:
     """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1), T as in `descriptor_t` (atom tiles where measured faster);
     zero on the slots skipped. `into`: (force, virial, owner, start), where the atom tiles add the forces and
-    virials themselves (None returned then; the one-atom kernel returns dE/dr_ij whatever `into`)."""
+    virials themselves (None returned then; the one-atom kernel returns dE/dr_ij whatever `into`); tile: the atom
+    tiles' (ATOMS, SLOTS, warps) if not their default (`atom_tiles.gradient_tile`)."""
     if atom_tiles.covers(rij.dtype, "grad"):
-        return atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, precision, reach, rows, into)
+        return atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, precision, reach, rows, into, tile)
     return one_atom_pair_grad(d, rij, center_type, t_bar, precision, reach)
 
 
@@ -195,7 +196,7 @@ def one_atom_pair_grad(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, preci
 
 def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor, neighbor_type: Tensor,
                      precision: str = "tf32x3", sync_free: bool = False, type_rows: list[Tensor] | None = None,
-                     scatter_into: tuple | None = None) -> tuple[Tensor, Tensor | None]:
+                     scatter_into: tuple | None = None, grad_tile: tuple | None = None) -> tuple[Tensor, Tensor | None]:
     """Atomic energies (n,) float64 and dE/dr_ij (n, nnei, 3): the `deeppot.infer.evaluate` pair stage; with
     `scatter_into` (force, virial, owner, start: `evaluate_flat`'s) the forces and per-centre virials are added
     there (`deeppot.kernels.scatter.back_and_scatter`) and dE/dr_ij is None, where the atom tiles run.
@@ -203,12 +204,14 @@ def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
     The fitting nets run on their own type's atoms, by the index lists `type_rows` (per type, its centres among
     these; made here when not given: a host sync), or with `sync_free` every net on every atom (for CUDA graphs).
     precision of the float32 products (embedding nets and fitting nets): "f16x3" or "tf32x3" (float32-level
-    accuracy, `deeppot.kernels.precision`) or the mixed-precision opt-in "tf32".
+    accuracy, `deeppot.kernels.precision`) or the mixed-precision opt-in "tf32". grad_tile: the gradient kernel's
+    atom tile, if not the default (`atom_tiles.gradient_tile`).
     """
     return two_kernel_stage(model, rij, center_type, neighbor_type, sync_free,
                             functools.partial(descriptor_t, precision=precision),
-                            functools.partial(pair_grad_from_t_bar, precision=precision), precision,
-                            functools.partial(atom_tiles.shared_rows, precision=precision), type_rows,
+                            functools.partial(pair_grad_from_t_bar, precision=precision, tile=grad_tile), precision,
+                            functools.partial(atom_tiles.shared_rows, precision=precision, grad_tile=grad_tile),
+                            type_rows,
                             desc_in_t=atom_tiles.covers(rij.dtype, "t") and D_IN_T_KERNEL, scatter_into=scatter_into)
 
 

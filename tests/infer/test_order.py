@@ -12,7 +12,7 @@ from helpers import make_model, random_system
 from deeppot.infer import deep_pot
 from deeppot.infer.deep_pot import Evaluator
 from deeppot.infer.evaluate import FlatNeighbors, evaluate_flat, reference_pair_stage
-from deeppot.infer.order import STEP, centre_order, kept_order, sort_key
+from deeppot.infer.order import STEP, block_counts, centre_order, kept_order, sort_key
 from deeppot.nlist import build_neighbor_data
 
 pytestmark = pytest.mark.filterwarnings("ignore::deeppot.nlist.NeighborOverflowWarning")
@@ -30,7 +30,9 @@ def test_the_key_orders_by_type_then_each_blocks_count_in_steps():
     sel = [24, 40]
     counts = [[20, 3], [3, 30], [9, 1], [10, 39], [1, 2]]
     center_type = torch.tensor([1, 0, 1, 0, 0])
-    order = torch.argsort(sort_key(list_of(counts, sel), center_type, sel, 2), stable=True).tolist()
+    nlist = list_of(counts, sel)
+    assert block_counts(nlist, sel).tolist() == counts
+    order = torch.argsort(sort_key(block_counts(nlist, sel), center_type, sel, 2), stable=True).tolist()
     # type 0: counts 3 and 1 share the first step (1..8), then 30 < 39 in the second block; 10 is a step up
     assert order == [4, 1, 3, 2, 0]
     assert STEP == 8
@@ -42,7 +44,7 @@ def test_alike_atoms_share_tiles_in_the_order():
     sel = [16]
     counts = [[2], [12]] * 4
     nlist, center_type = list_of(counts, sel), torch.zeros(8, dtype=torch.long)
-    order = torch.argsort(sort_key(nlist, center_type, sel, 1), stable=True)
+    order = torch.argsort(sort_key(block_counts(nlist, sel), center_type, sel, 1), stable=True)
 
     def chunks_walked(rows):
         tops = (nlist[rows] >= 0).sum(1).view(-1, 2).amax(1)
@@ -65,6 +67,7 @@ def test_the_order_is_a_permutation_with_its_inverse_owners_and_type_ranges():
     assert sorted(o.order.tolist()) == list(range(n)) and torch.equal(o.inverse[o.order], torch.arange(n))
     assert not torch.equal(o.order, torch.arange(n))  # the two frames' centres mix
     assert torch.equal(o.owner, o.inverse[flat.owner]) and torch.equal(o.center_type, flat.center_type[o.order])
+    assert torch.equal(o.counts, block_counts(flat.nlist, model.sel)[o.order])
     assert (o.center_type.diff() >= 0).all()
     assert len(o.type_rows) == 6  # chunks of 5 of 26 centres
     for (start, stop, _), rows in o.type_rows.items():

@@ -412,3 +412,29 @@ def test_tile_tops_kernel_equals_its_pytorch_twin(atoms, per_type):
     ref = tile_tops_reference(reach, center_type, atoms, per_type)
     assert got.shape == ref.shape == (-(-37 // atoms), max(per_type, 1), 3)
     assert torch.equal(got, ref) and (ref > 0).any()
+
+
+def test_the_gradient_tile_follows_the_counts():
+    """(8, 8) tiles for the f16x3 gradient where their tiles walk fewer slots than GRAD_TILE_GAIN of the default's
+    (counts 3 and 9: 24 slots a centre against 32), else the default (counts that fill 16-slot chunks)."""
+    from deeppot.kernels import atom_tiles
+
+    d = chunk_of(False, "float32", (4, 8, 16), (24, 24), 2)[0].descriptor
+    center_type = torch.zeros(64, dtype=torch.long, device=DEVICE)
+    mixed = torch.tensor([[3, 9]], dtype=torch.int32, device=DEVICE).repeat(64, 1)
+    full = torch.full((64, 2), 16, dtype=torch.int32, device=DEVICE)
+    assert atom_tiles.gradient_tile(d, mixed, center_type, "f16x3", torch.float32) == atom_tiles.GRAD_TILE == (8, 8, 4)
+    assert atom_tiles.gradient_tile(d, full, center_type, "f16x3", torch.float32) is None
+    assert atom_tiles.gradient_tile(d, mixed, center_type, "tf32x3", torch.float32) is None  # its tiles: TILES'
+
+
+@pytest.mark.parametrize("tile", [(16, 4, 4), (2, 32, 4)])
+def test_fused_stage_with_another_gradient_tile(tile):
+    """A gradient tile given to the stage (`grad_tile`, as the Evaluator passes `atom_tiles.gradient_tile`'s) walks
+    other tiles and shares the rows made for them: the same energies and dE/dr_ij as the reference stage."""
+    model, *chunk = chunk_of(False, "float32", (4, 8, 16), (20, 20, 20), 3, seed=5)
+    energy, grad = kernels.fused_pair_stage(model, *chunk, grad_tile=tile)
+    energy_ref, grad_ref = reference_pair_stage(model, *chunk)
+    torch.testing.assert_close(energy, energy_ref, **TOL[torch.float32])
+    scale = grad_ref.abs().max()
+    torch.testing.assert_close(grad / scale, grad_ref / scale, **TOL[torch.float32])

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Run 258 call 2 (one GPU): after call 1, the order only for prebuilt data evaluated again and its type counts
-# without a sync of its own. GPU tests (inference, calculator, MD, graphs, the order's kernels), order_probe.py on
-# water (base / tops / order / fresh), MD of 98,304 water atoms (md_bench.py, trained model) and infer_bench.py's
-# prebuilt-list calls, this tree against .old (4d04893, the session's start).
+# without a sync of its own; the gradient's tile chosen from the ordered counts (`atom_tiles.gradient_tile`). GPU
+# tests (inference, calculator, MD, graphs, the order's kernels), order_probe.py on water, the alloy and copper
+# (base / order / + the gradient's tile / both made every call), MD of 98,304 water atoms (md_bench.py, trained
+# model) and infer_bench.py's prebuilt-list calls, this tree against .old (4d04893, the session's start).
 set -u
 export PYTHONUNBUFFERED=1
 T0=$(date +%s)
@@ -15,12 +16,14 @@ python3 -m deeppot compress -i .mid/water/model.dp -o .mid/water/compressed.dp 2
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>&1 | tail -1
 el tests
 PYTHONPATH=$PWD:$PWD/tests timeout 100 python3 -m pytest -q -x tests/kernels/test_pairs.py tests/infer/test_order.py \
-  tests/kernels/test_descriptor.py -k "pair_data or order or evaluator_by_type or tile_tops or reach" 2>&1 | tail -2
+  tests/kernels/test_descriptor.py -k "pair_data or order or evaluator_by_type or tile_tops or reach or gradient_tile" \
+  2>&1 | tail -2
 PYTHONPATH=/tmp/site:$PWD:$PWD/tests timeout 200 python3 -m pytest -q tests/gpu/test_infer.py \
   tests/gpu/test_calculator_gpu.py tests/gpu/test_md_gpu.py tests/gpu/test_graph_step.py 2>&1 | grep -v "^\.*$" | tail -8
 el probe
-PYTHONPATH=$PWD:$PWD/benchmarks timeout 100 python3 benchmarks/results/run258/order_probe.py \
-  water=.mid/water/model.dp --rounds 2 --variants base tops order fresh \
+PYTHONPATH=$PWD:$PWD/benchmarks timeout 150 python3 benchmarks/results/run258/order_probe.py \
+  water=.mid/water/model.dp alloy=.mid/alloy/model.dp copper=.mid/copper/model.dp --rounds 2 \
+  --variants base order order_gt fresh_gt \
   2>> $OUT/run258_err2.txt | tee $OUT/run258_probe2.jsonl | cut -c1-200
 md() {  # tree
   el "md $1"

@@ -5,8 +5,9 @@ Variants: "base" (the atoms' order, the tiles' tops in PyTorch), "tops" (the top
 `reach.TOPS_KERNEL`; every later variant too), "order" (the order made once per neighbour data, as an MD run
 between builds and a repeated evaluation use it), "fresh" (the order made again every call, as a call with a new
 list pays it), "order_8x8" / "order_t8x8" / "order_g8x8" (the order, both kernels / T / the gradient on (8, 8, 4)
-tiles) and "base_8x8". Per model and variant: the prebuilt-list call's wall ms (a fresh `DeepPot` each), the atom-tile
-kernels' CUDA ms a call, the largest deviation of energy and forces from the first variant's.
+tiles), "base_8x8", and (call 2) "order_gt" / "fresh_gt" (the gradient's tile chosen from the counts,
+`atom_tiles.gradient_tile`). Per model and variant: the prebuilt-list call's wall ms (a fresh `DeepPot` each), the
+atom-tile kernels' CUDA ms a call, the largest deviation of energy and forces from the first variant's.
 
 Usage (GPU, repository root): python order_probe.py water=.mid/water/model.dp ... --natoms 98304 --rounds 2
 """
@@ -27,14 +28,17 @@ from deeppot.kernels import atom_tiles, reach
 
 TILES = {"4x16": {"t": (4, 16, 4), "grad": (4, 16, 4)}, "8x8": {"t": (8, 8, 4), "grad": (8, 8, 4)},
          "t8x8": {"t": (8, 8, 4), "grad": (4, 16, 4)}, "g8x8": {"t": (4, 16, 4), "grad": (8, 8, 4)}}
-# (the order, the tiles, `reach.TOPS_KERNEL`)
-VARIANTS = {"base": (False, "4x16", False), "tops": (False, "4x16", True), "order": (True, "4x16", True),
-            "fresh": (True, "4x16", True), "order_8x8": (True, "8x8", True), "order_t8x8": (True, "t8x8", True),
-            "order_g8x8": (True, "g8x8", True), "base_8x8": (False, "8x8", True)}
+# (the order, the tiles, `reach.TOPS_KERNEL`, `atom_tiles.GRAD_TILE`: the gradient's tile chosen from the counts,
+# call 2)
+VARIANTS = {"base": (False, "4x16", False, None), "tops": (False, "4x16", True, None),
+            "order": (True, "4x16", True, None), "fresh": (True, "4x16", True, None),
+            "order_8x8": (True, "8x8", True, None), "order_t8x8": (True, "t8x8", True, None),
+            "order_g8x8": (True, "g8x8", True, None), "base_8x8": (False, "8x8", True, None),
+            "order_gt": (True, "4x16", True, (8, 8, 4)), "fresh_gt": (True, "4x16", True, (8, 8, 4))}
 
 
 def run_variant(system, path, name, frame, ref, calls):
-    order, tiles, reach.TOPS_KERNEL = VARIANTS[name]
+    order, tiles, reach.TOPS_KERNEL, atom_tiles.GRAD_TILE = VARIANTS[name]
     deep_pot.ORDER_MIN_CENTRES = 4096 if order else 1 << 62
     atom_tiles.F16X3_TILES = TILES[tiles]
     ev = DeepPot(path, device=DEVICE).evaluator
@@ -43,7 +47,7 @@ def run_variant(system, path, name, frame, ref, calls):
                         .reshape(1, -1), torch.as_tensor(b, device=DEVICE).reshape(1, 3, 3))
 
     def call():
-        if name == "fresh":
+        if name.startswith("fresh"):
             flat.orders.clear()
         return ev.evaluate_neighbors(flat)
 
