@@ -1,7 +1,7 @@
 #!/bin/bash
 # Run 258 call 2 (one GPU): after call 1, the order only for prebuilt data evaluated again and its type counts
 # without a sync of its own; the gradient's tile chosen from the ordered counts (`atom_tiles.gradient_tile`). GPU
-# tests (inference, calculator, MD, graphs, the order's kernels), order_probe.py on water, the alloy and copper
+# tests (inference, MD, the order's kernels), order_probe.py on water, the alloy and copper
 # (base / order / + the gradient's tile / both made every call), MD of 98,304 water atoms (md_bench.py, trained
 # model) and infer_bench.py's prebuilt-list calls, this tree against .old (4d04893, the session's start).
 set -u
@@ -18,8 +18,8 @@ el tests
 PYTHONPATH=$PWD:$PWD/tests timeout 100 python3 -m pytest -q -x tests/kernels/test_pairs.py tests/infer/test_order.py \
   tests/kernels/test_descriptor.py -k "pair_data or order or evaluator_by_type or tile_tops or reach or gradient_tile" \
   2>&1 | tail -2
-PYTHONPATH=/tmp/site:$PWD:$PWD/tests timeout 200 python3 -m pytest -q tests/gpu/test_infer.py \
-  tests/gpu/test_calculator_gpu.py tests/gpu/test_md_gpu.py tests/gpu/test_graph_step.py 2>&1 | grep -v "^\.*$" | tail -8
+PYTHONPATH=/tmp/site:$PWD:$PWD/tests timeout 150 python3 -m pytest -q tests/gpu/test_infer.py \
+  tests/gpu/test_md_gpu.py 2>&1 | grep -v "^\.*$" | tail -8
 el probe
 PYTHONPATH=$PWD:$PWD/benchmarks timeout 150 python3 benchmarks/results/run258/order_probe.py \
   water=.mid/water/model.dp alloy=.mid/alloy/model.dp copper=.mid/copper/model.dp --rounds 2 \
