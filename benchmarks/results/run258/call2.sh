@@ -41,7 +41,7 @@ bench() {  # tree round
     | tee -a $OUT/run258_bench2.jsonl | grep -o '"case": "[^"]*"\|"ms_median": [0-9.]*' | tr '\n' ' '
   echo
 }
-[ $(( $(date +%s) - T0 )) -gt 280 ] && { el "skip bench"; exit 0; }
+[ $(( $(date +%s) - T0 )) -gt 250 ] && { el "skip bench"; exit 0; }
 bench . 1; bench .old 1
 [ $(( $(date +%s) - T0 )) -gt 360 ] && { el "skip round 2"; exit 0; }
 bench .old 2; bench . 2
