@@ -1,12 +1,12 @@
 """The centres of a neighbour list in the order of their neighbour counts, so that the inference kernels' tiles
 hold alike atoms.
 
-The atom-tile kernels (`deeppot.kernels.atom_tiles`, `deeppot.kernels.compressed`) walk each neighbour-type block
-of a tile of consecutive centres up to the furthest reach among them, in chunks of 8 or 16 slots. In the order the
-atoms come in, a tile's atoms differ in type and in how many neighbours of each type they have, and the tile walks
-for the one with most: 98,304 water atoms have 88.9 neighbours each but their tiles of (4 atoms, 16 slots) walked
-102.7 slots an atom; the alloy's 70.5 walked 105.5 (`benchmarks/results`, run 258). Sorted by centre type and then
-by each block's count in steps of 8 slots, the tiles walk 98.1 and 93.0.
+The atom-tile kernels (`deeppot.kernels.atom_tiles`) walk each neighbour-type block of a tile of consecutive
+centres up to the furthest reach among them, in chunks of 8 or 16 slots. In the order the atoms come in, a tile's
+atoms differ in type and in how many neighbours of each type they have, and the tile walks for the one with most:
+water atoms have 88.9 neighbours each but their tiles of (4 atoms, 16 slots) walked 102.7 slots an atom; the alloy's
+70.5 walked 105.5 (`benchmarks/results`, run 258). Sorted by centre type and then by each block's count in steps
+of 8 slots, the tiles walk 98.1 and 93.0 (water's two kernels then took 7.00 ms instead of 7.32).
 
 `CentreOrder` is that order for one neighbour list: `deeppot.kernels.pairs` reads row i of a chunk from centre
 order[i], every later stage works on positions in the order (each neighbour's owner among them), and
@@ -50,8 +50,9 @@ def centre_order(flat: FlatNeighbors, sel: list[int], ntypes: int, chunk_atoms: 
     """The order of flat's centres by type, then by the count of each neighbour-type block in steps of STEP. The
     count of each type comes from flat's `rows_by_type` (a host sync where flat has not made them yet)."""
     counts = block_counts(flat.nlist, sel)
-    order = torch.argsort(sort_key(counts, flat.center_type, sel, ntypes), stable=True)  # stable: alike atoms
-    inverse = torch.empty_like(order)                                                  # keep their order
+    # stable: alike atoms keep their order among themselves (and what locality it has)
+    order = torch.argsort(sort_key(counts, flat.center_type, sel, ntypes), stable=True)
+    inverse = torch.empty_like(order)
     inverse[order] = torch.arange(len(order), device=order.device)
     per_type = [flat.ncentre] if ntypes == 1 else [0] * ntypes
     if ntypes > 1:
