@@ -96,24 +96,30 @@ class FlatNeighbors:
             counts = [0, *(int(np.count_nonzero(of_centre_type(part, t))) for t in range(ntypes))]
             self.type_rows[(start, stop, ntypes)] = type_groups(self.center_type[start:stop], ntypes, counts)
 
-    def self_index(self, start: int, stop: int) -> Tensor:
-        """Extended index of centres start..stop-1."""
-        centres = torch.arange(start, stop, device=self.nlist.device)
+    def self_index(self, start: int, stop: int, centres: Tensor | None = None) -> Tensor:
+        """Extended index of centres start..stop-1, or of `centres` (centre indices) where given."""
+        if centres is None:
+            centres = torch.arange(start, stop, device=self.nlist.device)
         nall = self.ext_coord.shape[0] // self.nf
         return (centres // self.nloc) * nall + centres % self.nloc
 
-    def pair_vectors(self, start: int, stop: int, rcut: float) -> Tensor:
-        """r_ij = x_J - x_i (n, nnei, 3) of centres start..stop-1; padded slots get a dummy vector beyond rcut, so
-        their switch weight and every derivative is exactly zero (as `deeppot.model.env_mat.neighbor_vectors`)."""
-        nlist = self.nlist[start:stop]
-        rij = self.ext_coord[nlist.clamp(min=0)] - self.ext_coord[self.self_index(start, stop)][:, None, :]
+    def pair_vectors(self, start: int, stop: int, rcut: float, centres: Tensor | None = None) -> Tensor:
+        """r_ij = x_J - x_i (n, nnei, 3) of centres start..stop-1 (row i of centres[i] where given); padded slots get
+        a dummy vector beyond rcut, so their switch weight and every derivative is exactly zero (as
+        `deeppot.model.env_mat.neighbor_vectors`)."""
+        nlist = self.nlist[start:stop] if centres is None else self.nlist[centres]
+        rij = self.ext_coord[nlist.clamp(min=0)] - self.ext_coord[self.self_index(start, stop, centres)][:, None, :]
         return torch.where((nlist >= 0)[..., None], rij, torch.full_like(rij, rcut))
 
-    def neighbor_owner_and_type(self, start: int, stop: int) -> tuple[Tensor, Tensor]:
-        """Centre index and type of every neighbour slot (n, nnei) of centres start..stop-1; -1 for padding."""
-        nlist = self.nlist[start:stop]
+    def neighbor_owner_and_type(self, start: int, stop: int, centres: Tensor | None = None,
+                                owner: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """Centre index and type of every neighbour slot (n, nnei) of centres start..stop-1 (row i of centres[i]
+        where given); -1 for padding. owner: each extended atom's centre as the caller numbers them (default
+        `self.owner`)."""
+        nlist = self.nlist[start:stop] if centres is None else self.nlist[centres]
+        owner = self.owner if owner is None else owner
         j = nlist.clamp(min=0)
-        return torch.where(nlist >= 0, self.owner[j], -1), torch.where(nlist >= 0, self.ext_atype[j], -1)
+        return torch.where(nlist >= 0, owner[j], -1), torch.where(nlist >= 0, self.ext_atype[j], -1)
 
 
 def of_centre_type(types: np.ndarray, t: int) -> np.ndarray:
@@ -135,15 +141,8 @@ def reference_pair_data(flat: FlatNeighbors, start: int, stop: int, rcut: float,
     """A chunk's pair data in PyTorch: r_ij in float64 (whatever dtype), neighbour owner and type; with a
     `deeppot.infer.order.CentreOrder`, of its positions start..stop-1 (row i: centre order[start + i]), each
     neighbour's owner as its position."""
-    if order is None:
-        return flat.pair_vectors(start, stop, rcut), *flat.neighbor_owner_and_type(start, stop)
-    centres = order.order[start:stop]
-    nlist = flat.nlist[centres]
-    nall = flat.ext_coord.shape[0] // flat.nf
-    me = (centres // flat.nloc) * nall + centres % flat.nloc
-    real, j = nlist >= 0, nlist.clamp(min=0)
-    rij = torch.where(real[..., None], flat.ext_coord[j] - flat.ext_coord[me][:, None, :], rcut)
-    return rij, torch.where(real, order.owner[j], -1), torch.where(real, flat.ext_atype[j], -1)
+    centres, owner = (None, None) if order is None else (order.order[start:stop], order.owner)
+    return flat.pair_vectors(start, stop, rcut, centres), *flat.neighbor_owner_and_type(start, stop, centres, owner)
 
 
 def reference_pair_stage(model: EnergyModel, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,

@@ -17,7 +17,7 @@ depends on the order, never a result beyond rounding: a stale order (an MD step'
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import pairwise
+from itertools import accumulate, pairwise
 
 import torch
 from torch import Tensor
@@ -54,13 +54,17 @@ def centre_order(flat: FlatNeighbors, sel: list[int], ntypes: int, chunk_atoms: 
     order = torch.argsort(sort_key(counts, flat.center_type, sel, ntypes), stable=True)
     inverse = torch.empty_like(order)
     inverse[order] = torch.arange(len(order), device=order.device)
-    per_type = [flat.ncentre] if ntypes == 1 else [0] * ntypes
-    if ntypes > 1:
-        for start, stop in chunks(flat.ncentre, chunk_atoms):
-            rows = flat.rows_by_type(start, stop, ntypes)
-            per_type = [c + len(r) for c, r in zip(per_type, rows, strict=True)]
     return CentreOrder(order, inverse, inverse[flat.owner], flat.center_type[order], counts[order],
-                       type_ranges(per_type, flat.ncentre, chunk_atoms, order.device), _source(flat))
+                       type_ranges(type_counts(flat, ntypes, chunk_atoms), flat.ncentre, chunk_atoms, order.device),
+                       _source(flat))
+
+
+def type_counts(flat: FlatNeighbors, ntypes: int, chunk_atoms: int) -> list[int]:
+    """The centres of each type, summed over the lengths of flat's `rows_by_type` (no sync once they are made)."""
+    if ntypes == 1:
+        return [flat.ncentre]
+    rows = [flat.rows_by_type(start, stop, ntypes) for start, stop in chunks(flat.ncentre, chunk_atoms)]
+    return [sum(len(chunk[t]) for chunk in rows) for t in range(ntypes)]
 
 
 def block_counts(nlist: Tensor, sel: list[int]) -> Tensor:
@@ -73,7 +77,7 @@ def block_counts(nlist: Tensor, sel: list[int]) -> Tensor:
 def sort_key(counts: Tensor, center_type: Tensor, sel: list[int], ntypes: int) -> Tensor:
     """Per centre an int64 that orders by type, then lexicographically by each block's count of neighbours
     (`block_counts`, rounded up to STEP); blocks past what 62 bits hold are left out of the key."""
-    key, span = center_type.clone(), ntypes
+    key, span = center_type, ntypes
     for b, width in enumerate(sel):
         base = width // STEP + 2
         if span * base >= 2**KEY_BITS:
@@ -86,10 +90,9 @@ def sort_key(counts: Tensor, center_type: Tensor, sel: list[int], ntypes: int) -
 def type_ranges(counts: list[int], n: int, chunk_atoms: int, device: torch.device) -> dict:
     """`FlatNeighbors.type_rows` of centres sorted by type (counts: of each type): every chunk's rows of a type
     are one range."""
-    ends = torch.tensor(counts).cumsum(0).tolist()
     rows = {}
     for start, stop in chunks(n, chunk_atoms):
-        clip = [min(max(end, start), stop) - start for end in [0, *ends]]  # each type's range within the chunk
+        clip = [min(max(end, start), stop) - start for end in accumulate(counts, initial=0)]  # within the chunk
         rows[(start, stop, len(counts))] = [torch.arange(lo, hi, device=device) for lo, hi in pairwise(clip)]
     return rows
 

@@ -226,7 +226,6 @@ if embedding.triton is not None:
                 last = tl.where(tl.load(excluded_ptr + ctype * nexcl + b, mask=real, other=0) != 0, 0, last)
             tl.store(reach_ptr + centre * NB + b, last, mask=real)
 
-
     @triton.jit
     def _tops_kernel(reach_ptr, type_ptr, tops_ptr, n, ntiles, ATOMS: tl.constexpr, AP: tl.constexpr,
                      KINDS: tl.constexpr, NB: tl.constexpr, PER_TYPE: tl.constexpr, TILES: tl.constexpr):
@@ -252,8 +251,7 @@ def _tops_by_kernel(reach: Tensor, center_type: Tensor, atoms: int, per_type: in
     tops = torch.empty(ntiles, kinds, nb, dtype=reach.dtype, device=reach.device)
     _tops_kernel[(triton.cdiv(ntiles, tiles),)](reach.contiguous(), center_type.contiguous(), tops, n, ntiles,
                                                 ATOMS=atoms, AP=triton.next_power_of_2(atoms), KINDS=kinds,
-                                                NB=nb, PER_TYPE=per_type > 0,
-                                                TILES=tiles, num_warps=4)
+                                                NB=nb, PER_TYPE=per_type > 0, TILES=tiles, num_warps=4)
     return tops
 
 
