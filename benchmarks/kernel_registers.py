@@ -140,20 +140,17 @@ def atom_tile_report(kernel: str, precision: str, tile: tuple[int, int, int], ne
     return compiled_report(*atom_tile_source(kernel, precision, tile, neuron, sel, products, rows))
 
 
-def persistent_source(k: int = 1600, m: int = 240) -> tuple[ASTSource, dict]:
+def persistent_source(k: int = 1600) -> tuple[ASTSource, dict]:
     """The inference fitting products' persistent f16x3 kernel (`fitting_gemm._persistent_kernel`) as a first layer
-    of width k -> m would launch it, and its launch options (`PERSISTENT_TILE`)."""
+    of input width k would launch it, and its launch options (`PERSISTENT_TILE`)."""
     from deeppot.kernels import fitting_gemm as fg
 
     tile = fg.PERSISTENT_TILE
-    types = {"x_desc": f"tensordesc<fp32[{tile['BM']}, {tile['BK']}]>",
-             "wh_desc": f"tensordesc<fp16[{tile['BK']}, {tile['BN']}]>"}
-    types["wl_desc"] = types["wh_desc"]
     meta = dict(K=k, EPILOGUE=fg.LAYER, SKIP=0, HAS_IDT=False, WRITE_OUT=False)
-    kernel = fg._persistent_kernel
-    for name in kernel.arg_names:
-        types.setdefault(name, "constexpr" if name in meta else "*fp32" if name.endswith("_ptr") else "i32")
-    return ASTSource(kernel, types, constexprs=meta), dict(num_warps=tile["num_warps"], num_stages=tile["num_stages"])
+    x, weight = (f"tensordesc<fp32[{tile['BM']}, {tile['BK']}]>", f"tensordesc<fp16[{tile['BK']}, {tile['BN']}]>")
+    types = dict(signature(fg._persistent_kernel, meta, "*fp32"), x_desc=x, wh_desc=weight, wl_desc=weight)
+    return ASTSource(fg._persistent_kernel, types, constexprs=meta), dict(num_warps=tile["num_warps"],
+                                                                         num_stages=tile["num_stages"])
 
 
 def main() -> None:

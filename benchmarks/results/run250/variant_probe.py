@@ -48,7 +48,8 @@ def wall_ms(fn, n=20):
     return (time.perf_counter() - t) / n * 1e3
 
 
-def kernel_ms(fn, calls=5):
+def kernel_ms(fn, calls=5, keep=("tiled",)):
+    """CUDA ms a call of the kernels whose names hold one of `keep`."""
     if not torch.cuda.is_available():
         return {}
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
@@ -56,20 +57,25 @@ def kernel_ms(fn, calls=5):
             fn()
         sync()
     return {e.key[:40]: round(e.device_time_total / calls / 1e3, 4) for e in prof.key_averages()
-            if "tiled" in e.key}
+            if any(k in e.key for k in keep)}
 
 
-def run_variant(system, path, name, frame, ref, calls, apply):
-    apply(name)
-    dp = DeepPot(path, device=DEVICE)
-    ev = dp.evaluator
+def prebuilt(path, frame):
+    """A fresh `DeepPot`'s evaluator for the model at path and its neighbour data of frame (coord, box, atype)."""
+    ev = DeepPot(path, device=DEVICE).evaluator
     c, b, t = frame
     flat = ev.neighbors(torch.as_tensor(c, device=DEVICE).reshape(1, -1, 3), torch.as_tensor(t, device=DEVICE)
                         .reshape(1, -1), torch.as_tensor(b, device=DEVICE).reshape(1, 3, 3))
+    return ev, flat
+
+
+def run_variant(system, path, name, frame, ref, calls, apply, keep=("tiled",)):
+    apply(name)
+    ev, flat = prebuilt(path, frame)
     out = ev.evaluate_neighbors(flat)
-    row = {"system": system, "variant": name, "natoms": len(t), "products": ev.products,
+    row = {"system": system, "variant": name, "natoms": len(frame[2]), "products": ev.products,
            "ms": round(wall_ms(lambda: ev.evaluate_neighbors(flat), calls), 3),
-           "kernels": kernel_ms(lambda: ev.evaluate_neighbors(flat), max(1, calls // 4))}
+           "kernels": kernel_ms(lambda: ev.evaluate_neighbors(flat), max(1, calls // 4), keep)}
     if ref is not None:
         row["d_energy_rel"] = float((out["energy"] - ref["energy"]).abs().max() / ref["energy"].abs().max())
         row["d_force_rel"] = float((out["force"] - ref["force"]).abs().max() / ref["force"].abs().max())
@@ -77,8 +83,9 @@ def run_variant(system, path, name, frame, ref, calls, apply):
     return out
 
 
-def main(variants=VARIANTS, apply=set_flags):
-    """Time `variants` (names; `apply(name)` sets a variant's module constants) on each model given."""
+def main(variants=VARIANTS, apply=set_flags, keep=("tiled",)):
+    """Time `variants` (names; `apply(name)` sets a variant's module constants) on each model given; the kernels
+    profiled: those whose names hold one of `keep`."""
     ap = argparse.ArgumentParser()
     ap.add_argument("models", nargs="+")
     ap.add_argument("--natoms", type=int, default=98304)
@@ -94,7 +101,7 @@ def main(variants=VARIANTS, apply=set_flags):
         ref = None
         for _ in range(args.rounds):
             for name in args.variants:
-                out = run_variant(system, path, name, frame, ref, args.calls, apply)
+                out = run_variant(system, path, name, frame, ref, args.calls, apply, keep)
                 ref = out if ref is None else ref
 
 

@@ -16,14 +16,12 @@ import json
 import sys
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "run250"))
 from infer_bench import load_frame, replicas_for, replicate
-from variant_probe import DEVICE, kernel_ms, wall_ms
+from variant_probe import kernel_ms, prebuilt, wall_ms
 
-from deeppot.infer import DeepPot, deep_pot
+from deeppot.infer import deep_pot
 from deeppot.kernels import atom_tiles, reach
 
 TILES = {"4x16": {"t": (4, 16, 4), "grad": (4, 16, 4)}, "8x8": {"t": (8, 8, 4), "grad": (8, 8, 4)},
@@ -41,10 +39,7 @@ def run_variant(system, path, name, frame, ref, calls):
     order, tiles, reach.TOPS_KERNEL, atom_tiles.GRAD_TILE = VARIANTS[name]
     deep_pot.ORDER_MIN_CENTRES = 4096 if order else 1 << 62
     atom_tiles.F16X3_TILES = TILES[tiles]
-    ev = DeepPot(path, device=DEVICE).evaluator
-    c, b, t = frame
-    flat = ev.neighbors(torch.as_tensor(c, device=DEVICE).reshape(1, -1, 3), torch.as_tensor(t, device=DEVICE)
-                        .reshape(1, -1), torch.as_tensor(b, device=DEVICE).reshape(1, 3, 3))
+    ev, flat = prebuilt(path, frame)
 
     def call():
         if name.startswith("fresh"):
@@ -52,7 +47,7 @@ def run_variant(system, path, name, frame, ref, calls):
         return ev.evaluate_neighbors(flat)
 
     out = call()
-    row = {"system": system, "variant": name, "natoms": len(t), "products": ev.products,
+    row = {"system": system, "variant": name, "natoms": len(frame[2]), "products": ev.products,
            "ms": round(wall_ms(call, calls), 3), "kernels": kernel_ms(call, max(1, calls // 4))}
     if ref is not None:
         row["d_energy_rel"] = float((out["energy"] - ref["energy"]).abs().max() / ref["energy"].abs().max())

@@ -13,16 +13,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "run250"))
 from infer_bench import load_frame, replicas_for, replicate
-from variant_probe import DEVICE, sync, wall_ms
-
-from deeppot.infer import DeepPot
+from variant_probe import prebuilt, sync, wall_ms
 
 
 def profile(system, path, frame, calls):
-    ev = DeepPot(path, device=DEVICE).evaluator
-    c, b, t = frame
-    flat = ev.neighbors(torch.as_tensor(c, device=DEVICE).reshape(1, -1, 3), torch.as_tensor(t, device=DEVICE)
-                        .reshape(1, -1), torch.as_tensor(b, device=DEVICE).reshape(1, 3, 3))
+    ev, flat = prebuilt(path, frame)
 
     def call():
         return ev.evaluate_neighbors(flat)
@@ -35,7 +30,7 @@ def profile(system, path, frame, calls):
     rows = sorted(((e.key[:60], e.count // calls, e.device_time_total / calls / 1e3) for e in prof.key_averages()
                    if e.device_time_total > 0), key=lambda r: -r[2])
     total = sum(r[2] for r in rows)
-    print(json.dumps({"system": system, "model": path, "natoms": len(t), "wall_ms": round(ms, 3),
+    print(json.dumps({"system": system, "model": path, "natoms": len(frame[2]), "wall_ms": round(ms, 3),
                       "kernel_ms": round(total, 3), "launches": sum(r[1] for r in rows)}), flush=True)
     for name, n, k in rows:
         print(json.dumps({"system": system, "kernel": name, "per_call": n, "ms": round(k, 4)}), flush=True)
