@@ -1,5 +1,6 @@
 #!/bin/bash
-# Run 259 call 3 (prepared, never run: no machine could be started; one GPU): D's float16 parts written by the T kernels for the first fitting layer
+# Run 259 call 3 (prepared, never completed: no machine could be started in session 24, and in session 25 the machine
+# was taken back mid-call; call 4 measured the patch instead; one GPU): D's float16 parts written by the T kernels for the first fitting layer
 # (`fitting_gemm.X_PARTS`, on `PARTS_TILE` after call 2 ran out of shared memory): GPU tests of the changed
 # kernels and tests/gpu/test_infer.py, parts_probe.py on trained models, the fitting products alone at water's shapes
 # (gemm_probe.py: x's parts on other tiles), infer_bench.py's prebuilt-list calls against .old (1c4c1b3).

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Run 259 call 4 (prepared, never run: no machine could be started; one GPU; call 3's leaner twin, the device time being short after failed starts): D's float16 parts
+# Run 259 call 4 (prepared in session 24; ran in session 25 on an H100, after two failed starts and call 3 lost to a machine
+# taken back: results in benchmarks/results/README.md, run 260; one GPU; call 3's leaner twin): D's float16 parts
 # written by the T kernels for the first fitting layer (`fitting_gemm.X_PARTS` on `PARTS_TILE`): GPU tests of the
 # changed kernels, then parts_probe.py (whole / parts) on trained models.
 set -u
