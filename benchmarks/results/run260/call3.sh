@@ -1,5 +1,6 @@
 #!/bin/bash
-# Run 260 call 3 (prepared, never ran: the session had too little device time left to start a machine; one GPU):
+# Run 260 call 3 (prepared, never ran: too little device time was left to start a machine; one GPU): Nsight Compute on
+# the fitting products
 # (`fitting_gemm._persistent_kernel`, 12 launches) of one prebuilt-list call of the trained water model, 98,304 atoms
 # (run 251's ncu_probe.py): where the 240-wide products, at ~18% of the float16 rate, spend their time.
 set -u
