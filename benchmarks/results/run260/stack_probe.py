@@ -38,9 +38,9 @@ H2, A2, GZ3, G2, GZ2 = (tl.constexpr(i) for i in range(5))  # the scratch's tens
 
 @triton.jit
 def _product(x_ptr, x_row, r0, rows, k_end, wh_ptr, wl_ptr, c0, DP: tl.constexpr, BM: tl.constexpr,
-             BN: tl.constexpr, BK: tl.constexpr, STAGES: tl.constexpr):
-    """Rows r0.. of x (x_row apart, columns < k_end) times columns c0.. of W's parts (DP x DP, padding zero) in
-    f16x3, as `fitting_gemm._parts_tile`."""
+             BN: tl.constexpr, BK: tl.constexpr, STAGES: tl.constexpr, W_ROW: tl.constexpr = 0):
+    """Rows r0.. of x (x_row apart, columns < k_end) times columns c0.. of W's parts (DP rows, W_ROW apart (DP when
+    0), padding zero) in f16x3, as `fitting_gemm._parts_tile`."""
     rm = r0 + tl.arange(0, BM)[:, None]
     kk = tl.arange(0, BK)
     cn = c0 + tl.arange(0, BN)[None, :]
@@ -50,7 +50,7 @@ def _product(x_ptr, x_row, r0, rows, k_end, wh_ptr, wl_ptr, c0, DP: tl.constexpr
         x = tl.load(x_ptr + rm * x_row + (k0 + kk)[None, :], mask=(rm < rows) & ((k0 + kk)[None, :] < k_end),
                     other=0.0, cache_modifier=".cg")
         x_hi, x_lo = _f16_parts(x)
-        at = (k0 + kk)[:, None] * DP + cn
+        at = (k0 + kk)[:, None] * (W_ROW if W_ROW else DP) + cn
         acc, lo = _parts_step(x_hi, x_lo, tl.load(wh_ptr + at), tl.load(wl_ptr + at), acc, lo)
     return acc + lo * (1.0 / 2048.0)
 
