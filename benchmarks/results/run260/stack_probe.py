@@ -27,6 +27,9 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "run259"))
+from gemm_probe import ms as cuda_ms  # median ms of CUDA-event timings
+
 from deeppot.kernels import fitting, fitting_gemm
 from deeppot.kernels.activation import _tanh
 from deeppot.kernels.embedding import _f16_parts
@@ -126,7 +129,8 @@ def _backward(s_ptr, a1_ptr, gz1_ptr, r0, rows, D, w_ptr, idt_ptr, wout_ptr, DP:
 def _stack_kernel(h1_ptr, a1_ptr, w_ptr, b_ptr, idt_ptr, wout_ptr, b_out, scratch_ptr, value_ptr, gz1_ptr, rows, D,
                   programs, DP: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                   STAGES: tl.constexpr, PERSISTENT: tl.constexpr):
-    """Row blocks of BM rows: PERSISTENT, `programs` programs walk them; else one a program. w_ptr: 8 (DP, DP)
+    """Row blocks of BM rows: PERSISTENT (GPU only: the interpreter takes no loop from a program id), `programs`
+    programs walk them; else one a program. w_ptr: 8 (DP, DP)
     float16 parts, hi then lo, of W2, W3, W2^T, W3^T; b (2, DP) b2, b3; idt (3, DP) idt1..3 (ones where a layer
     has none); w_out (DP,); padding zero."""
     pid = tl.program_id(0)
@@ -234,19 +238,6 @@ def check(rows: int, d: int, tiles: list) -> None:
         assert dv < 1e-5 and dg < 1e-5, (dv, dg)
 
 
-def timed(fn, reps: int = 30) -> float:
-    """Median ms of fn on CUDA events."""
-    times = []
-    for _ in range(reps + 3):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times[3:])[reps // 2]
-
-
 def gpu(model: str, rows: int, k: int, tiles: list) -> None:
     """The tree's fitting nets against layer 1 + this kernel + dE/dD, one type's net, random D in the data's range.
     Without CUDA (a dry run of this code under the interpreter): the first tile, one program a block, untimed."""
@@ -270,13 +261,13 @@ def gpu(model: str, rows: int, k: int, tiles: list) -> None:
     v_ref, g_ref = tree()
     base = {"model": model, "k": k, "rows": rows}
     cuda = device == "cuda"
-    print(json.dumps({**base, "variant": "tree", "ms": round(timed(tree), 4) if cuda else None}), flush=True)
+    print(json.dumps({**base, "variant": "tree", "ms": round(cuda_ms(tree), 4) if cuda else None}), flush=True)
     sms = torch.cuda.get_device_properties(0).multi_processor_count if cuda else 0
     for tile in tiles if cuda else tiles[:1]:
         for programs in (None, 2 * sms, 4 * sms) if cuda else (None,):
             try:
                 value, g0 = fused(tile, programs)
-                ms = timed(functools.partial(fused, tile, programs)) if cuda else float("nan")
+                ms = cuda_ms(functools.partial(fused, tile, programs)) if cuda else float("nan")
             except Exception as e:  # a tile out of resources: say so, go on
                 print(json.dumps({**base, "tile": tile, "programs": programs, "error": str(e)[:200]}), flush=True)
                 continue
@@ -297,25 +288,31 @@ TILES = [dict(BM=64, BN=64, BK=64, warps=4, stages=2), dict(BM=64, BN=64, BK=64,
 def compile_report(tiles: list, dp: int = 256) -> None:
     """Each tile compiled for sm_90 on this machine: shared memory (Triton's metadata, as a GPU launch checks it),
     registers and spills (the bundled ptxas), for the persistent launch on 16-byte aligned tensors."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from kernel_registers import TARGET, compiled_report
-    from triton.compiler import ASTSource
     types = {name: ("*fp16" if name == "w_ptr" else "*fp32") for name in _stack_kernel.arg_names
              if name.endswith("_ptr")}
     types.update(b_out="fp32", rows="i32", D="i32", programs="i32")
     for tile in tiles:
         meta = dict(DP=dp, BM=tile["BM"], BN=tile["BN"], BK=tile["BK"], STAGES=tile["stages"], PERSISTENT=True)
-        sig = {name: types.get(name, "constexpr") for name in _stack_kernel.arg_names}
-        # as the launcher sees real tensors and water's sizes: pointers and D, rows 16-divisible (vector loads)
-        attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(_stack_kernel.arg_names)
-                 if name.endswith("_ptr") or name in ("rows", "D")}
-        source = ASTSource(_stack_kernel, sig, constexprs=meta, attrs=attrs)
-        shared = triton.compile(source, target=TARGET, options={"num_warps": tile["warps"]}).metadata.shared
-        print(json.dumps({"tile": tile, "shared": shared, "ptxas": compiled_report(source, tile["warps"])}),
-              flush=True)
+        sm90_report(_stack_kernel, types, meta, tile)
 
 
-def main() -> None:
+def sm90_report(kernel, types: dict, meta: dict, tile: dict) -> None:
+    """Print the kernel's shared memory, registers and spills for sm_90 at these constants: every argument not in
+    `types` a float32 pointer; pointers and the sizes 16-divisible, as the launcher sees real tensors and water's
+    sizes (without it every load is scalar with its own address, and the spills mislead)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from kernel_registers import TARGET, compiled_report
+    from triton.compiler import ASTSource
+    sig = {name: "constexpr" if name in meta else types.get(name, "*fp32") for name in kernel.arg_names}
+    attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
+             if sig[name].startswith("*") or name in ("rows", "D", "n_in")}
+    source = ASTSource(kernel, sig, constexprs=meta, attrs=attrs)
+    shared = triton.compile(source, target=TARGET, options={"num_warps": tile["warps"]}).metadata.shared
+    print(json.dumps({"tile": tile, "shared": shared, "ptxas": compiled_report(source, tile["warps"])}), flush=True)
+
+
+def run_probe(check_fn, compile_fn, gpu_fn, tiles: list) -> None:
+    """A probe's command line (module docstrings): --check (the interpreter), --compile (sm_90), else the GPU."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--compile", action="store_true")
@@ -324,13 +321,17 @@ def main() -> None:
     ap.add_argument("--type", type=int, default=1)
     args = ap.parse_args()
     if args.check:
-        check(80, 24, [dict(BM=32, BN=16, BK=16, warps=4, stages=1), dict(BM=16, BN=32, BK=32, warps=4, stages=1)])
-        return
-    if args.compile:
-        compile_report(TILES)
-        return
-    with torch.no_grad():
-        gpu(args.model, args.rows, args.type, TILES)
+        check_fn()
+    elif args.compile:
+        compile_fn(tiles)
+    else:
+        with torch.no_grad():
+            gpu_fn(args.model, args.rows, args.type, tiles)
+
+
+def main() -> None:
+    checks = [dict(BM=32, BN=16, BK=16, warps=4, stages=1), dict(BM=16, BN=32, BK=32, warps=4, stages=1)]
+    run_probe(functools.partial(check, 80, 24, checks), compile_report, gpu, TILES)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ atom index. Compile report: `--compile` (sm_90, aligned tensors). GPU (repositor
 `python tbar_probe.py --model .mid/water/model.dp --rows 65536` times the tree's `product_t` + `t_bar_from_desc_grad`
 against this kernel over tiles and prints the largest deviation of dE/dT from the tree's.
 """
-import argparse
 import functools
 import json
 import sys
@@ -26,7 +25,7 @@ import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stack_probe import _product, timed
+from stack_probe import _product, cuda_ms, run_probe, sm90_report
 
 from deeppot.kernels import descriptor_matrix, fitting_gemm
 from deeppot.kernels.precision import _split
@@ -163,13 +162,13 @@ def gpu(model: str, rows: int, k: int, tiles: list) -> None:
     ref = tree()[index]
     cuda = device == "cuda"
     base = {"model": model, "k": k, "rows": rows, "m1": m1, "m2": m2}
-    print(json.dumps({**base, "variant": "tree", "ms": round(timed(tree), 4) if cuda else None}), flush=True)
+    print(json.dumps({**base, "variant": "tree", "ms": round(cuda_ms(tree), 4) if cuda else None}), flush=True)
     for tile in tiles if cuda else tiles[:1]:
         parts = w_t_parts(w1, triton.next_power_of_2(w1.shape[2]), tile["BN"])
         run = functools.partial(dd_t_bar, gz, parts, t_mat, m2, tile, index, torch.zeros_like(t_mat))
         try:
             dev = float((run()[index] - ref).abs().max() / ref.abs().max())
-            ms = round(timed(run), 4) if cuda else None
+            ms = round(cuda_ms(run), 4) if cuda else None
         except Exception as e:  # a tile out of resources: say so, go on
             print(json.dumps({**base, "tile": tile, "error": str(e)[:200]}), flush=True)
             continue
@@ -177,21 +176,12 @@ def gpu(model: str, rows: int, k: int, tiles: list) -> None:
 
 
 def compile_report(tiles: list, m1: int = 100, m2: int = 16, dp: int = 256) -> None:
-    """Each tile compiled for sm_90 on this machine (water's widths; aligned tensors, sizes 16-divisible)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from kernel_registers import TARGET, compiled_report
-    from triton.compiler import ASTSource
-    kernel = _dd_t_bar_kernel
+    """Each tile compiled for sm_90 on this machine (water's widths; `stack_probe.sm90_report`)."""
     types = {"wh_ptr": "*fp16", "wl_ptr": "*fp16", "idx_ptr": "*i64", "rows": "i32", "n_in": "i32"}
     for tile in tiles:
         meta = dict(M1=m1, M2=m2, DP=dp, NP=triton.cdiv(m1 * m2, tile["BN"]) * tile["BN"], BM=tile["BM"],
                     BN=tile["BN"], BK=tile["BK"], STAGES=tile["stages"], HAS_INDEX=True)
-        sig = {n: "constexpr" if n in meta else types.get(n, "*fp32") for n in kernel.arg_names}
-        attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(kernel.arg_names) if n not in meta}
-        source = ASTSource(kernel, sig, constexprs=meta, attrs=attrs)
-        shared = triton.compile(source, target=TARGET, options={"num_warps": tile["warps"]}).metadata.shared
-        print(json.dumps({"tile": tile, "shared": shared, "ptxas": compiled_report(source, tile["warps"])}),
-              flush=True)
+        sm90_report(_dd_t_bar_kernel, types, meta, tile)
 
 
 # compiled for sm_90 on the CPU (`--compile`, water's widths): (64, 64, 64) 4 warps 2 / 3 stages 48 / 80 KB shared and
@@ -202,20 +192,8 @@ TILES = [dict(BM=64, BN=64, BK=64, warps=4, stages=2), dict(BM=64, BN=64, BK=64,
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--check", action="store_true")
-    ap.add_argument("--compile", action="store_true")
-    ap.add_argument("--model")
-    ap.add_argument("--rows", type=int, default=65536)
-    ap.add_argument("--type", type=int, default=1)
-    args = ap.parse_args()
-    if args.check:
-        check([dict(BM=16, BN=16, BK=16, warps=4, stages=1), dict(BM=32, BN=32, BK=32, warps=4, stages=1)])
-    elif args.compile:
-        compile_report(TILES)
-    else:
-        with torch.no_grad():
-            gpu(args.model, args.rows, args.type, TILES)
+    checks = [dict(BM=16, BN=16, BK=16, warps=4, stages=1), dict(BM=32, BN=32, BK=32, warps=4, stages=1)]
+    run_probe(functools.partial(check, checks), compile_report, gpu, TILES)
 
 
 if __name__ == "__main__":
