@@ -46,8 +46,7 @@ def _fold_c(dd, t_ptr, atom, real, m0, c: tl.constexpr, lt, M1: tl.constexpr, M2
     lt += tl.sum(dd * t_m[:, :, None], axis=1)
     if m0 < M2:  # rows m < M2: their first term joins the second's sums (stored once, at the end)
         lt += tl.sum(first[:, :, None] * (m[:, None] == k[None, :]).to(first.dtype)[None, :, :], axis=1)
-    else:
-        tl.store(out_ptr + (atom * 4 + c)[:, None] * M1 + m[None, :], first, mask=ok)
+    tl.store(out_ptr + (atom * 4 + c)[:, None] * M1 + m[None, :], first, mask=ok & (m >= M2)[None, :])
     return lt
 
 
@@ -192,7 +191,8 @@ TILES = [dict(BM=64, BN=64, BK=64, warps=4, stages=2), dict(BM=64, BN=64, BK=64,
 
 
 def main() -> None:
-    checks = [dict(BM=16, BN=16, BK=16, warps=4, stages=1), dict(BM=32, BN=32, BK=32, warps=4, stages=1)]
+    checks = [dict(BM=16, BN=16, BK=16, warps=4, stages=1), dict(BM=32, BN=32, BK=32, warps=4, stages=1),
+              dict(BM=16, BN=128, BK=16, warps=4, stages=1)]  # 16 rows m a tile, m2 = 8: rows either side of m2
     run_probe(functools.partial(check, checks), compile_report, gpu, TILES)
 
 
