@@ -8,11 +8,13 @@
 # - tbar_probe.py: dE/dT folded from dE/dD's column tiles in the product's program, dE/dD never stored, against the
 #   tree's product_t + t_bar_from_desc_grad.
 # Keep building on either only if a tile beats its tree row ("variant": "tree") clearly. Carry .mid (run 257's models).
+# The kernels are tail.patch's (applied here unless call 5 has already applied it in this call's tree).
 set -u
 export PYTHONUNBUFFERED=1
 T0=$(date +%s)
 el() { echo "== $(( $(date +%s) - T0 )) s: $*"; }
 nvidia-smi --query-gpu=name --format=csv,noheader
+[ -f deeppot/kernels/fitting_tail.py ] || patch -p1 -s < benchmarks/results/run260/tail.patch  # main keeps the tree's path
 for spec in "water 65536 1" "water 32768 0" "copper 108000 0"; do
   set -- $spec
   el "$1 rows $2 type $3"
