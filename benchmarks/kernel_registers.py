@@ -153,6 +153,22 @@ def persistent_source(k: int = 1600) -> tuple[ASTSource, dict]:
                                                                          num_stages=tile["num_stages"])
 
 
+def stack_source(tile: dict | None = None, dp: int = 256) -> tuple[ASTSource, dict]:
+    """The inference fitting nets' hidden-stack kernel (`fitting_stack._stack_kernel`, persistent) for a net of
+    width <= dp at `tile` (default `STACK_TILE`), on 16-byte aligned tensors and sizes as water's (without the
+    alignment every load is scalar and the spills mislead, run 260), and its launch options."""
+    from deeppot.kernels import fitting_stack as fs
+
+    tile = tile or fs.STACK_TILE
+    meta = dict(DP=dp, BM=tile["BM"], BN=tile["BN"], BK=tile["BK"], STAGES=tile["stages"], PERSISTENT=True)
+    types = {"w_ptr": "*fp16", "rows": "i32", "D": "i32", "programs": "i32"}
+    fn = fs._stack_kernel
+    sig = {name: "constexpr" if name in meta else types.get(name, "*fp32") for name in fn.arg_names}
+    attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(fn.arg_names)
+             if sig[name].startswith("*") or name in ("rows", "D")}
+    return ASTSource(fn, sig, constexprs=meta, attrs=attrs), dict(num_warps=tile["warps"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--atom-tiles", nargs="+", metavar="ATOMS,SLOTS,WARPS",

@@ -27,7 +27,7 @@ import functools
 import torch
 from torch import Tensor
 
-from deeppot.kernels import atom_tiles, descriptor_matrix, embedding, fitting_gemm
+from deeppot.kernels import atom_tiles, descriptor_matrix, embedding, fitting_gemm, fitting_stack
 from deeppot.kernels.env_rows import net_args
 from deeppot.kernels.reach import Reach, add_tail, excluded_as_padding, find_reach, tile_tops
 from deeppot.model import analytic
@@ -264,10 +264,12 @@ def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool,
     """Between the two kernels of a fused stage: atomic energies (n,) float64 and dE/dT (n, 4, M1) from T, the
     fitting nets on their own type's atoms (by `type_rows`, or index lists made here: a host sync) or, sync_free,
     on every atom. D and dE/dT go through `deeppot.kernels.descriptor_matrix`, which reads and writes a type's rows
-    by index; the nets through `deeppot.kernels.fitting_gemm.value_and_input_grad`. desc: D already made
+    by index; the nets through `deeppot.kernels.fitting_stack.value_and_input_grad` (`fitting_gemm`'s where the
+    stack does not apply, and sync_free: graphed calls keep the path they were measured with). desc: D already made
     (`desc_rows`' layout: each type's rows together in `type_rows` order, or every atom in its own row)."""
     d, fitting = model.descriptor, model.fitting
-    fit = functools.partial(fitting_gemm.value_and_input_grad, precision=precision)
+    nets_fn = fitting_gemm.value_and_input_grad if sync_free else fitting_stack.value_and_input_grad
+    fit = functools.partial(nets_fn, precision=precision)
     if d.ntypes == 1 or sync_free:
         if desc is None:
             desc = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype)

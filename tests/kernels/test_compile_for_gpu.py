@@ -4,8 +4,8 @@ The Triton interpreter (CI's way of running kernels on a CPU) accepts code that 
 string default of a jit function's parameter ran in the interpreter and broke every fused training step on the GPU
 (benchmarks/results run 240). Compiling for the GPU's target needs no GPU, so the main kernel families compile here
 as `embed_all` and the atom tiles would launch them, in each precision and products' scheme, and the persistent
-fitting products within an H100's shared memory. The compiler runs in a child process: this process's Triton may be
-the interpreter (tests/kernels/conftest.py).
+fitting products and the fitting nets' hidden stack within an H100's shared memory. The compiler runs in a child
+process: this process's Triton may be the interpreter (tests/kernels/conftest.py).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ SHARED_LIMIT = 232448  # an H100's shared memory a program may have (227 KB)
 neuron, sel = [25, 50, 100], [46, 92]  # the water example's nets
 cases = json.loads(sys.argv[1])
 def source(family, kernel, precision, products):
-    if family == "fitting":  # the persistent products
-        return kr.persistent_source()
+    if family == "fitting":  # the persistent products, the hidden stack
+        return kr.persistent_source() if kernel == "persistent" else kr.stack_source()
     if family == "training":
         fn = getattr(embedding, kernel)
         return kr.training_source(fn, neuron, sel, precision, True, products=products), embedding.NUM_WARPS
@@ -60,7 +60,7 @@ print(json.dumps(results))
 @pytest.fixture(scope="module")
 def compiled() -> dict[str, str]:
     cases = [("training", *c) for c in TRAINING] + [("atom_tiles", *c) for c in ATOM_TILES] + \
-        [("fitting", "persistent", "float32", "f16x3")]
+        [("fitting", "persistent", "float32", "f16x3"), ("fitting", "stack", "float32", "f16x3")]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "benchmarks"), env.get("PYTHONPATH", "")])
     proc = subprocess.run([sys.executable, "-c", COMPILE_ALL, json.dumps(cases)], capture_output=True, text=True,
@@ -73,6 +73,11 @@ def test_inference_fitting_products_fit_the_shared_memory(compiled):
     """The persistent f16x3 products on their tile take at most what a program may have (229,424 of 232,448 B: a
     deeper pipeline or a larger tile does not launch; run 259's probe of x's float16 parts asked for 262,168)."""
     assert compiled["fitting persistent float32 f16x3"] == "compiled"
+
+
+def test_inference_fitting_stack_compiles(compiled):
+    """The hidden stack (`fitting_stack._stack_kernel`) at its tile, persistent, for water's 240-wide nets."""
+    assert compiled["fitting stack float32 f16x3"] == "compiled"
 
 
 @pytest.mark.parametrize(("kernel", "precision", "products"), TRAINING)
