@@ -182,11 +182,10 @@ def _stack_operands(hidden: list, w_out: Tensor, b_out: Tensor) -> tuple[Tensor,
             torch.cat([_padded(w_out.detach().float().reshape(d), (dp,)), b_out.detach().float().reshape(1)]))
 
 
-def _kept_for_net(nets, k: int, what: str, make):
-    """make()'s operands of net k, kept until one of the net's parameters changes (`precision._kept`)."""
-    params = [p for layer in nets.layers for p in (layer.matrix, layer.bias, layer.idt) if p is not None]
-    versions = tuple(0 if p.is_inference() else p._version for p in params)
-    return _kept(nets.layers[0].matrix, (what, k, versions), make)
+def _kept_operands(nets, k: int, hidden: list, w_out: Tensor, b_out: Tensor) -> tuple:
+    """`_stack_operands` of net k, kept until one of the nets' parameters changes (`precision._kept`)."""
+    _, params = fitting._flat_params(nets)
+    return _kept(params[0], ("stack", k), lambda: _stack_operands(hidden, w_out, b_out), also=tuple(params[1:]))
 
 
 def hidden_stack(h1: Tensor, a1: Tensor, ops: tuple, tile: dict = STACK_TILE,
@@ -218,7 +217,7 @@ def value_and_input_grad(nets, x: Tensor, k: int | None, precision: str) -> tupl
     hidden, w_out, b_out = fitting._unpack(*fitting._flat_params(nets, k))
     w1, b1, idt1 = hidden[0]
     a1, h1 = fitting_gemm.layer_forward(x[None], w1, b1, idt1, fitting.NONE, "f16x3")
-    ops = _kept_for_net(nets, k, "stack", lambda: _stack_operands(hidden, w_out, b_out))
+    ops = _kept_operands(nets, k, hidden, w_out, b_out)
     sms = fitting_gemm._multiprocessors(x.device) if x.is_cuda else 0
     value, gz1 = hidden_stack(h1[0], a1[0], ops, programs=PROGRAMS_PER_SM * sms if x.is_cuda else None)
     return value[:, None], fitting_gemm.product_t(gz1[None], w1, "f16x3")[0]

@@ -233,13 +233,14 @@ def _split(w: Tensor) -> tuple[Tensor, Tensor]:
     return hi, ((w - hi.to(w.dtype)) * 2048.0).to(torch.float16)
 
 
-def _kept(w: Tensor, layout, make):
-    """make()'s parts of w, kept per (weight, view, layout) until the weight changes; not kept from inside a CUDA
-    graph capture (its memory belongs to the graph), where the warm-up run before the capture has made them."""
+def _kept(w: Tensor, layout, make, also: tuple[Tensor, ...] = ()):
+    """make()'s parts of w, kept per (weight, view, layout) until the weight, or one of `also` (other tensors make()
+    reads), changes; not kept from inside a CUDA graph capture (its memory belongs to the graph), where the warm-up
+    run before the capture has made them."""
     base = w if w._base is None else w._base
     key = (id(base), w.storage_offset(), tuple(w.shape), tuple(w.stride()), layout)
     # inference tensors keep no version (nor change outside inference mode)
-    now = (0 if base.is_inference() else base._version, w.data_ptr())
+    now = tuple((0 if t.is_inference() else t._version, t.data_ptr()) for t in (w, *also))
     kept = _PARTS.get(key)
     if kept is not None and kept[0]() is base and kept[1] == now:
         return kept[2]

@@ -3,6 +3,8 @@ the stage's six-product path (`fitting_gemm.value_and_input_grad`), on a GPU or 
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from helpers import model_config
@@ -27,7 +29,7 @@ def stack_model(ntypes: int = 2, resnet_dt: bool = True, neuron=(16, 16, 16)) ->
     model = EnergyModel.from_config(config)
     with torch.no_grad():
         for p in model.fitting.parameters():
-            p.add_(torch.randn_like(p) * 0.3 / p.shape[-1] ** 0.5 * 4)
+            p.add_(torch.randn_like(p) * 1.2 / p.shape[-1] ** 0.5)  # by width: 240-wide layers keep off tanh's tails
     return model.to(DEVICE)
 
 
@@ -37,11 +39,8 @@ def rows_of_d(rows: int, seed: int = 0) -> torch.Tensor:
 
 
 def reference(nets, x, k):
-    """Value and dE/dD in float64: `analytic.fit_with_input_grad` on the nets cast."""
-    nets64 = nets.to(torch.float64)
-    value, grad = analytic.fit_with_input_grad(nets64, x.double(), k)
-    nets.to(torch.float32)
-    return value, grad
+    """Value and dE/dD in float64: `analytic.fit_with_input_grad` on a float64 copy of the nets."""
+    return analytic.fit_with_input_grad(copy.deepcopy(nets).double(), x.double(), k)
 
 
 def assert_float32_close(got, want):
@@ -78,6 +77,29 @@ def test_one_net_on_all_rows_equals_float64(monkeypatch):
     want_value, want_grad = reference(nets, x, None)
     assert_float32_close(value, want_value)
     assert_float32_close(grad, want_grad)
+
+
+def test_operands_are_kept_until_any_parameter_changes(monkeypatch):
+    """The stack's weight operands are made once, made again when a parameter other than the first matrix changes
+    (layer 3's bias), and replace the entry they were kept in instead of adding one."""
+    from deeppot.kernels import precision
+
+    monkeypatch.setattr(fitting_gemm, "worth_it", lambda x: True)
+    nets = stack_model().fitting.nets
+    x = rows_of_d(20)
+    made = []
+    operands = fitting_stack._stack_operands
+    monkeypatch.setattr(fitting_stack, "_stack_operands", lambda *a: made.append(1) or operands(*a))
+    with torch.no_grad():
+        before = fitting_stack.value_and_input_grad(nets, x, 1, "f16x3")[0]
+        entries = len(precision._PARTS)
+        fitting_stack.value_and_input_grad(nets, x, 1, "f16x3")
+        assert len(made) == 1
+        nets.layers[2].bias.add_(0.5)
+        after = fitting_stack.value_and_input_grad(nets, x, 1, "f16x3")[0]
+    assert len(made) == 2 and len(precision._PARTS) == entries
+    assert_float32_close(after, reference(nets, x, 1)[0])
+    assert not torch.allclose(after, before)
 
 
 def test_only_nets_of_the_kernels_shape_apply(monkeypatch):
