@@ -9,7 +9,7 @@ so two kernels recompute the embedding net per chunk of slots and contract it at
 - `pair_grad_from_t_bar`: dE/dr_ij (nloc, nnei, 3) from dE/dT; the twin of `analytic.pair_grad`.
 
 Between them, `fused_pair_stage` runs the fitting nets (per-atom work, no slots:
-`deeppot.kernels.fitting_gemm.value_and_input_grad`), with D = T^T T< and dE/dT from
+`deeppot.kernels.fitting_stack.value_and_input_grad`), with D = T^T T< and dE/dT from
 `deeppot.kernels.descriptor_matrix`. In the kernels here one program handles one centre atom: for each
 neighbour-type block it loads that block's net (net b, or net (t_i, b) when two-sided) and walks the block's slots
 in chunks of BLOCK rows. Where measured faster, the atom-tile kernels of `deeppot.kernels.atom_tiles` run instead
@@ -27,7 +27,7 @@ import functools
 import torch
 from torch import Tensor
 
-from deeppot.kernels import atom_tiles, descriptor_matrix, embedding, fitting_gemm, fitting_stack
+from deeppot.kernels import atom_tiles, descriptor_matrix, embedding, fitting_stack
 from deeppot.kernels.env_rows import net_args
 from deeppot.kernels.reach import Reach, add_tail, excluded_as_padding, find_reach, tile_tops
 from deeppot.model import analytic
@@ -265,11 +265,10 @@ def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool,
     fitting nets on their own type's atoms (by `type_rows`, or index lists made here: a host sync) or, sync_free,
     on every atom. D and dE/dT go through `deeppot.kernels.descriptor_matrix`, which reads and writes a type's rows
     by index; the nets through `deeppot.kernels.fitting_stack.value_and_input_grad` (`fitting_gemm`'s where the
-    stack does not apply, and sync_free: graphed calls keep the path they were measured with). desc: D already made
+    stack does not apply: every net on every atom of several types). desc: D already made
     (`desc_rows`' layout: each type's rows together in `type_rows` order, or every atom in its own row)."""
     d, fitting = model.descriptor, model.fitting
-    nets_fn = fitting_gemm.value_and_input_grad if sync_free else fitting_stack.value_and_input_grad
-    fit = functools.partial(nets_fn, precision=precision)
+    fit = functools.partial(fitting_stack.value_and_input_grad, precision=precision)
     if d.ntypes == 1 or sync_free:
         if desc is None:
             desc = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype)
