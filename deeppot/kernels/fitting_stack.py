@@ -209,15 +209,14 @@ def value_and_input_grad(nets, x: Tensor, k: int | None, precision: str) -> tupl
     """`fitting_gemm.value_and_input_grad`'s contract (value (rows, 1), dE/dx (rows, n0)) through the stack where it
     `applies` (net k on its rows x (rows, n0), or the one net (k None) on x (1, rows, n0)); else that function."""
     one_net = k is None and x.dim() == 3 and len(x) == 1 and nets.layers[0].matrix.shape[0] == 1
-    if one_net and applies(nets, x[0], precision):
-        value, grad = value_and_input_grad(nets, x[0], 0, precision)
-        return value[None], grad[None]
-    if k is None or not applies(nets, x, precision):
+    rows, net = (x[0], 0) if one_net else (x, k)
+    if net is None or not applies(nets, rows, precision):
         return fitting_gemm.value_and_input_grad(nets, x, k, precision)
-    hidden, w_out, b_out = fitting._unpack(*fitting._flat_params(nets, k))
+    hidden, w_out, b_out = fitting._unpack(*fitting._flat_params(nets, net))
     w1, b1, idt1 = hidden[0]
-    a1, h1 = fitting_gemm.layer_forward(x[None], w1, b1, idt1, fitting.NONE, "f16x3")
-    ops = _kept_operands(nets, k, hidden, w_out, b_out)
-    sms = fitting_gemm._multiprocessors(x.device) if x.is_cuda else 0
-    value, gz1 = hidden_stack(h1[0], a1[0], ops, programs=PROGRAMS_PER_SM * sms if x.is_cuda else None)
-    return value[:, None], fitting_gemm.product_t(gz1[None], w1, "f16x3")[0]
+    a1, h1 = fitting_gemm.layer_forward(rows[None], w1, b1, idt1, fitting.NONE, "f16x3")
+    ops = _kept_operands(nets, net, hidden, w_out, b_out)
+    programs = PROGRAMS_PER_SM * fitting_gemm._multiprocessors(x.device) if x.is_cuda else None
+    value, gz1 = hidden_stack(h1[0], a1[0], ops, programs=programs)
+    value, grad = value[:, None], fitting_gemm.product_t(gz1[None], w1, "f16x3")[0]
+    return (value[None], grad[None]) if one_net else (value, grad)
