@@ -1,21 +1,4 @@
 #!/bin/bash
-# Run 262 call 1 (run 261's call 4; one GPU,
-# ~4 minutes): main with `fitting_stack` landed: its kernel tests on CUDA, whole calls with
-# and without the stack (stack_ab.py), then the inference GPU tests (what fits in the session's device time left).
-# Carry .mid and .peer.
-set -u
-export PYTHONUNBUFFERED=1
-T0=$(date +%s)
-el() { echo "== $(( $(date +%s) - T0 )) s: $*"; }
-nvidia-smi --query-gpu=name --format=csv,noheader
-python3 -m deeppot compress -i .mid/water/model.dp -o /tmp/compressed.dp 2>&1 | tail -1
-el kernel tests
-PYTHONPATH=$PWD:$PWD/tests timeout 60 python3 -m pytest -q tests/kernels/test_fitting_stack.py 2>&1 | tail -2
-el whole calls
-PYTHONPATH=$PWD:$PWD/benchmarks timeout 120 python3 benchmarks/results/run261/stack_ab.py \
-  water=.mid/water/model.dp copper=.mid/copper/model.dp alloy=.mid/alloy/model.dp water=/tmp/compressed.dp \
-  --rounds 2 --calls 10 2>> $OUT/run262_err1.txt | tee $OUT/run262_ab1.jsonl | cut -c1-120
-el gpu tests
-PYTHONPATH=$PWD:$PWD/tests timeout 130 python3 -m pytest -q tests/gpu/test_infer.py tests/gpu/test_force_path_gpu.py \
-  tests/gpu/test_kernel_choice_gpu.py tests/gpu/test_tools_gpu.py 2>&1 | tee $OUT/run262_gpu_tests1.txt | tail -4
-el done
+# Run 262 call 1 (one GPU, ~4 minutes; carry .mid and .peer): run 261's call 4 as it stands, its outputs named
+# run262_*: the stack's tests on CUDA, whole calls with it, without it and at 5 stages, the inference GPU tests.
+TAG=run262 exec bash benchmarks/results/run261/call4.sh "$@"
