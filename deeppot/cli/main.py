@@ -89,15 +89,16 @@ def _freeze(args: argparse.Namespace) -> None:
 
 
 def _test(args: argparse.Namespace) -> None:
-    from deeppot.data import find_systems
-    from deeppot.evaluate import run_test
+    from deeppot.evaluate import run_test, systems_to_test
     from deeppot.io import load_model
     from deeppot.train.trainer import pick_device
 
+    if args.set_prefix != "set":
+        log.warning("-S/--set-prefix is deprecated and ignored (as in DeePMD-kit): sets are always set.*")
+    systems = systems_to_test(args.system, args.datafile, args.train_json, args.valid_json)
     model = load_model(args.model, pick_device(args.device))
-    systems = find_systems(args.system)
     report = run_test(model, systems, numb_test=args.numb_test, detail_file=args.detail_file,
-                      shuffle_test=args.shuffle_test, rand_seed=args.rand_seed)
+                      shuffle_test=args.shuffle_test, rand_seed=args.rand_seed, atomic=args.atomic)
     if args.plot:
         from deeppot.evaluate.plots import parity_plot
 
@@ -237,6 +238,27 @@ def _add_model_devi_command(sub) -> None:
     p.set_defaults(func=_model_devi)
 
 
+def _add_test_command(sub) -> None:
+    p = sub.add_parser("test", help="errors of a model on labelled systems, like `dp test`")
+    p.add_argument("-m", "--model", default="frozen_model.dp")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("-s", "--system", default=".", help="system folder, searched recursively")
+    source.add_argument("-f", "--datafile", default=None, help="a file naming one system a line")
+    source.add_argument("--train-data", dest="train_json", default=None,
+                        help="an input.json: test on its training data (paths from its folder)")
+    source.add_argument("--valid-data", dest="valid_json", default=None,
+                        help="an input.json: test on its validation data (paths from its folder)")
+    p.add_argument("-S", "--set-prefix", default="set", help="deprecated and ignored, as in DeePMD-kit")
+    p.add_argument("-n", "--numb-test", type=int, default=0, help="frames per system (0: all)")
+    p.add_argument("-r", "--rand-seed", type=int, default=None)
+    p.add_argument("--shuffle-test", action="store_true")
+    p.add_argument("-d", "--detail-file", default=None, help="prefix of the .e.out/.f.out/.v.out detail files")
+    p.add_argument("-a", "--atomic", action="store_true", help="also test atomic energies (needs atom_ener.npy)")
+    p.add_argument("--plot", default=None, help="write energy/force parity plots to this PNG")
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    p.set_defaults(func=_test)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="deeppot", description="Fast Deep Potential training, DeePMD-kit compatible")
     parser.add_argument("-v", "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -248,16 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="frozen_model.dp")
     p.set_defaults(func=_freeze)
 
-    p = sub.add_parser("test", help="errors of a model on labelled systems, like `dp test`")
-    p.add_argument("-m", "--model", default="frozen_model.dp")
-    p.add_argument("-s", "--system", default=".", help="system folder, searched recursively")
-    p.add_argument("-n", "--numb-test", type=int, default=0, help="frames per system (0: all)")
-    p.add_argument("-r", "--rand-seed", type=int, default=None)
-    p.add_argument("--shuffle-test", action="store_true")
-    p.add_argument("-d", "--detail-file", default=None, help="prefix of the .e.out/.f.out/.v.out detail files")
-    p.add_argument("--plot", default=None, help="write energy/force parity plots to this PNG")
-    p.add_argument("--device", default="cpu")
-    p.set_defaults(func=_test)
+    _add_test_command(sub)
 
     p = sub.add_parser("convert", help="convert a model (.dp/.yaml, deeppot or DeePMD-kit .pt) to .dp or .yaml")
     p.add_argument("INPUT")

@@ -24,7 +24,7 @@ from deeppot.data._arrays import (
 )
 from deeppot.data.h5path import H5Path, data_path, h5_systems, is_h5_spec
 
-__all__ = ["DataError", "System", "find_systems", "load_system", "load_systems", "make_system"]
+__all__ = ["DataError", "System", "find_systems", "load_system", "load_systems", "make_system", "read_datafile"]
 
 PathLike = str | Path
 Paths = PathLike | Sequence[PathLike]  # one system path or a list of them
@@ -246,6 +246,19 @@ def find_systems(paths: Paths, rglob_patterns: Sequence[str] | None = None) -> l
             raise DataError(f"{root}: no DeePMD system (no directory with type.raw) found")
         result += [str(d) for d in found if str(d) not in result]
     return result
+
+
+def read_datafile(datafile: str | Path) -> list[str]:
+    """`-f/--datafile` of `dp test` and `dp change-bias`: one system path per line (blank lines skipped), each
+    read as it is (a folder or `file.h5#/group`)."""
+    try:
+        lines = Path(datafile).read_text().splitlines()
+    except OSError as err:
+        raise DataError(f"{datafile}: cannot read the list of systems ({err})") from None
+    systems = [line.strip() for line in lines if line.strip()]
+    if not systems:
+        raise DataError(f"{datafile}: lists no system")
+    return systems
 
 
 def _common_type_map(sys_dirs: Sequence[str]) -> list[str] | None:

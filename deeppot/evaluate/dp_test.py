@@ -19,11 +19,13 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from deeppot.data import DataError, load_system
+from deeppot.config.input import load_input, normalize_input
+from deeppot.data import DataError, find_systems, load_system, read_datafile
 from deeppot.infer import Evaluator
 from deeppot.model import EnergyModel
 
-__all__ = ["SystemResult", "TestReport", "run_test", "system_metrics", "weighted_average", "write_details"]
+__all__ = ["SystemResult", "TestReport", "run_test", "system_metrics", "systems_to_test", "weighted_average",
+           "write_details"]
 
 SYSTEM_HEADER = "# ---------------output of dp test---------------"
 AVERAGE_HEADER = "# ----------weighted average of errors-----------"
@@ -98,6 +100,29 @@ class TestReport:
 
 def _cat(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def systems_to_test(system: str | None = ".", datafile: str | None = None, train_json: str | None = None,
+                    valid_json: str | None = None) -> list[str]:
+    """The systems `dp test` reads, from the first source given: an input.json's training or validation data
+    (`--train-data`/`--valid-data`: relative paths from the file's folder, its rglob_patterns), a datafile of one
+    system path a line (`-f`), or every system under `system` (`-s`)."""
+    for path, section in ((train_json, "training_data"), (valid_json, "validation_data")):
+        if path is not None:
+            return _systems_of_input(Path(path), section)
+    if datafile is not None:
+        return read_datafile(datafile)
+    if system is None:
+        raise ValueError("dp test: no data source (a system folder, a datafile or an input.json)")
+    return find_systems(system)
+
+
+def _systems_of_input(path: Path, section: str) -> list[str]:
+    data = normalize_input(load_input(path))["training"].get(section)
+    if not data or not data.get("systems"):
+        raise DataError(f"{path}: no training.{section}.systems to test on")
+    systems = [data["systems"]] if isinstance(data["systems"], str) else list(data["systems"])
+    return find_systems([str(path.parent / s) for s in systems], data.get("rglob_patterns"))
 
 
 def run_test(model: EnergyModel, systems: Sequence[str], numb_test: int = 0, detail_file: str | None = None,

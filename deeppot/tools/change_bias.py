@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from deeppot.data import DataError, System, load_systems
+from deeppot.data import DataError, System, load_systems, read_datafile
 from deeppot.infer.deep_pot import Evaluator
 from deeppot.io import load_model
 from deeppot.io.deepmd_pt import PREFIX, deepmd_state_dict, read_torch_file
@@ -57,18 +57,6 @@ def default_output(model_path: str | Path) -> Path:
     """DeePMD-kit's default: `model.pt` -> `model_updated.pt` (any suffix)."""
     path = Path(model_path)
     return path.with_name(f"{path.stem}_updated{path.suffix}")
-
-
-def read_datafile(datafile: str | Path) -> list[str]:
-    """`-f/--datafile`: one system path per line (blank lines skipped)."""
-    try:
-        lines = Path(datafile).read_text().splitlines()
-    except OSError as err:
-        raise DataError(f"{datafile}: cannot read the list of systems ({err})") from None
-    systems = [line.strip() for line in lines if line.strip()]
-    if not systems:
-        raise DataError(f"{datafile}: lists no system")
-    return systems
 
 
 def sample_systems(systems: Sequence[System], numb_batch: int) -> list[System]:
