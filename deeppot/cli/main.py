@@ -106,6 +106,13 @@ def _test(args: argparse.Namespace) -> None:
         log.info("parity plot written to %s", args.plot)
 
 
+def _eval_desc(args: argparse.Namespace) -> None:
+    from deeppot.evaluate import eval_desc, systems_to_test
+
+    written = eval_desc(args.model, systems_to_test(args.system, args.datafile), args.output, args.dtype, args.device)
+    log.info("descriptors of %d system(s) written to %s", len(written), args.output)
+
+
 def _convert(args: argparse.Namespace) -> None:
     from deeppot.io.convert import convert
 
@@ -238,12 +245,18 @@ def _add_model_devi_command(sub) -> None:
     p.set_defaults(func=_model_devi)
 
 
-def _add_test_command(sub) -> None:
-    p = sub.add_parser("test", help="errors of a model on labelled systems, like `dp test`")
+def _model_and_systems(p: argparse.ArgumentParser) -> argparse._MutuallyExclusiveGroup:
+    """-m, and -s or -f (DeePMD-kit's test and eval-desc); returns the group of the data sources."""
     p.add_argument("-m", "--model", default="frozen_model.dp")
     source = p.add_mutually_exclusive_group()
     source.add_argument("-s", "--system", default=".", help="system folder, searched recursively")
     source.add_argument("-f", "--datafile", default=None, help="a file naming one system a line")
+    return source
+
+
+def _add_test_command(sub) -> None:
+    p = sub.add_parser("test", help="errors of a model on labelled systems, like `dp test`")
+    source = _model_and_systems(p)
     source.add_argument("--train-data", dest="train_json", default=None,
                         help="an input.json: test on its training data (paths from its folder)")
     source.add_argument("--valid-data", dest="valid_json", default=None,
@@ -259,6 +272,16 @@ def _add_test_command(sub) -> None:
     p.set_defaults(func=_test)
 
 
+def _add_eval_desc_command(sub) -> None:
+    p = sub.add_parser("eval-desc", help="the descriptor of every atom of each system, like `dp eval-desc`")
+    _model_and_systems(p)
+    p.add_argument("-o", "--output", default="desc", help="folder for <system name>.npy, (nframes, natoms, ndesc)")
+    p.add_argument("--dtype", choices=["fp32", "fp64", "native"], default="native",
+                   help="the files' dtype; native: the model's precision")
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    p.set_defaults(func=_eval_desc)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="deeppot", description="Fast Deep Potential training, DeePMD-kit compatible")
     parser.add_argument("-v", "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -271,6 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_freeze)
 
     _add_test_command(sub)
+    _add_eval_desc_command(sub)
 
     p = sub.add_parser("convert", help="convert a model (.dp/.yaml, deeppot or DeePMD-kit .pt) to .dp or .yaml")
     p.add_argument("INPUT")

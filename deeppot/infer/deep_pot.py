@@ -33,6 +33,9 @@ from deeppot.nlist import REFERENCE_MAX_PAIRS, reference_pairs
 log = logging.getLogger(__name__)
 
 OUTPUT_KEYS = ("energy", "force", "virial", "atom_energy", "atom_virial")
+# `eval_descriptor`'s batches: whole frames of about this many atoms. Its reference path without autograd keeps
+# about two embedding layers' outputs at once (~0.2 MB an atom for float64 water), so ~0.5 GB a batch.
+DESCRIPTOR_BATCH_ATOMS = 2048
 
 
 def packed_outputs(out: dict[str, Tensor], atomic: bool) -> Tensor:
@@ -312,11 +315,7 @@ class DeepPot:
         coords (nf, natoms, 3) or (nf, natoms * 3) Å; cells (nf, 9) or (nf, 3, 3) row vectors, or None without
         periodic boundaries; atom_types (natoms,) indices into `get_type_map()`, or (nf, natoms) when mixed_type.
         """
-        if fparam is not None or aparam is not None:
-            raise ValueError("this model takes no frame or atomic parameters (fparam/aparam)")
-        unknown = set(kwargs) - {"charge_spin", "efield"}  # DeePMD-kit's calculator passes charge_spin=None
-        if unknown or any(v is not None for v in kwargs.values()):
-            raise ValueError(f"DeepPot.eval: unsupported arguments {sorted(kwargs)} for an se_e2_a energy model")
+        _check_extras(fparam, aparam, kwargs, "eval")
         coord, atype, box = standard_input(coords, cells, atom_types, self.get_ntypes(), mixed_type)
         inputs = torch.from_numpy(coord), torch.from_numpy(atype), None if box is None else torch.from_numpy(box)
         values = None if self.graphed is None else self.graphed(*inputs, atomic)
@@ -328,6 +327,37 @@ class DeepPot:
                   "atom_virial": (nf, natoms, 9)}
         parts = np.split(values, np.cumsum([math.prod(shapes[key]) for key in keys])[:-1])
         return tuple(part.reshape(shapes[key]) for key, part in zip(keys, parts, strict=True))
+
+
+    def eval_descriptor(self, coords, cells, atom_types, fparam=None, aparam=None, mixed_type: bool = False,
+                        dtype: str = "native", **kwargs) -> np.ndarray:
+        """The descriptor (nf, natoms, M1*M2) of each atom, the fitting net's input, as DeePMD-kit's
+        `eval_descriptor`; inputs as `eval`'s. dtype: "native" (the model's precision), "fp32" or "fp64".
+
+        Plain PyTorch (the reference path), in batches of whole frames of about DESCRIPTOR_BATCH_ATOMS atoms.
+        """
+        _check_extras(fparam, aparam, kwargs, "eval_descriptor")
+        if dtype not in ("native", "fp32", "fp64"):
+            raise ValueError(f"dtype must be 'native', 'fp32' or 'fp64', got {dtype!r}")
+        out = {"native": self.model.descriptor.dtype, "fp32": torch.float32, "fp64": torch.float64}[dtype]
+        coord, atype, box = standard_input(coords, cells, atom_types, self.get_ntypes(), mixed_type)
+        per_batch = max(1, DESCRIPTOR_BATCH_ATOMS // atype.shape[1])
+        to = functools.partial(torch.as_tensor, device=self.evaluator.device)
+        parts = []
+        with torch.no_grad():
+            for s in range(0, coord.shape[0], per_batch):
+                part = slice(s, s + per_batch)
+                d = self.model.descriptor_of(to(coord[part]), to(atype[part]), None if box is None else to(box[part]))
+                parts.append(d.to(out).cpu().numpy())
+        return np.concatenate(parts)
+
+
+def _check_extras(fparam, aparam, kwargs: dict, name: str) -> None:
+    if fparam is not None or aparam is not None:
+        raise ValueError("this model takes no frame or atomic parameters (fparam/aparam)")
+    unknown = set(kwargs) - {"charge_spin", "efield"}  # DeePMD-kit's calculator passes charge_spin=None
+    if unknown or any(v is not None for v in kwargs.values()):
+        raise ValueError(f"DeepPot.{name}: unsupported arguments {sorted(kwargs)} for an se_e2_a energy model")
 
 
 def standard_input(coords, cells, atom_types, ntypes: int,

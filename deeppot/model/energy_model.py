@@ -233,6 +233,16 @@ class EnergyModel(nn.Module):
         coord (nf, nloc, 3) Å, atype (nf, nloc) or (nloc,) model type indices, box (nf, 3, 3) or (nf, 9)
         row vectors, or None without periodic boundaries.
         """
+        return self.forward_pairs(self._pairs(coord, atype, box), do_atomic_virial)
+
+    def descriptor_of(self, coord: Tensor, atype: Tensor, box: Tensor | None = None) -> Tensor:
+        """The descriptor (nf, nloc, M1*M2) of each atom in float64, what the fitting net reads (DeePMD-kit's
+        `eval_descriptor`, in its layout); inputs as `forward`'s."""
+        pairs = self._pairs(coord, atype, box)
+        return self.descriptor(pairs.rij, pairs.nlist_loc, pairs.center_type, pairs.neighbor_type, pairs.groups,
+                               pairs.layout)
+
+    def _pairs(self, coord: Tensor, atype: Tensor, box: Tensor | None) -> PairData:
         from deeppot.nlist import build_neighbor_data
 
         coord, atype, box = _as_batch(coord, atype, box)
@@ -240,7 +250,7 @@ class EnergyModel(nn.Module):
         pairs = PairData.from_neighbors(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping, self.rcut)
         if bool((atype == atype[:1]).all()):  # one system: let each net run on its own atoms
             pairs.groups = type_groups(atype[0], len(self.type_map))
-        return self.forward_pairs(pairs, do_atomic_virial)
+        return pairs
 
 
 class PairData:

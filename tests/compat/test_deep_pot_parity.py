@@ -34,3 +34,29 @@ def test_deep_pot_equals_deepmd(name, periodic, tmp_path):
     scale = np.abs(energy).max()
     assert np.abs(e[:, 0] - energy).max() < 1e-10 * scale
     assert np.abs(ae[..., 0] - atom_energy).max() < 1e-10 * np.abs(atom_energy).max()
+
+
+def deepmd_descriptor(dp_model, coord: np.ndarray, atype: np.ndarray, box: np.ndarray | None) -> np.ndarray:
+    """DeePMD-kit's descriptor of each atom (what its `eval_descriptor` returns), from its own neighbour list."""
+    from deepmd.dpmodel.utils.nlist import extend_input_and_build_neighbor_list
+
+    descriptor = dp_model.atomic_model.descriptor
+    nf = coord.shape[0]
+    ext_coord, ext_atype, mapping, nlist = extend_input_and_build_neighbor_list(
+        coord.reshape(nf, -1), np.tile(atype, (nf, 1)), descriptor.get_rcut(), descriptor.get_sel(),
+        box=None if box is None else box.reshape(nf, 9))
+    return np.asarray(descriptor.call(ext_coord.reshape(nf, -1), ext_atype, nlist, mapping)[0])
+
+
+@pytest.mark.parametrize("name", ["water", "copper", "alloy"])
+@pytest.mark.parametrize("periodic", [True, False])
+def test_eval_descriptor_equals_deepmd(name, periodic, tmp_path):
+    section = model_section(name, type_one_side=name != "alloy")
+    deepmd_save(tmp_path / "m.dp", randomize_model_dict(deepmd_build(section).serialize(), 3), section)
+    coord, atype, box = frames(name, 2)[:3]
+    box = box if periodic else None
+    want = deepmd_descriptor(deepmd_load(tmp_path / "m.dp"), coord, atype, box)
+    got = DeepPot(str(tmp_path / "m.dp"), "cpu").eval_descriptor(coord, None if box is None else box.reshape(2, 9),
+                                                                 atype)
+    assert got.shape == want.shape == (2, len(atype), 16 * 4)
+    assert np.abs(got - want).max() < 1e-10 * np.abs(want).max()
