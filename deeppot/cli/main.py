@@ -296,7 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_test_command(sub)
     _add_eval_desc_command(sub)
 
-    p = sub.add_parser("convert", help="convert a model (.dp/.yaml, deeppot or DeePMD-kit .pt) to .dp or .yaml")
+    p = sub.add_parser("convert", aliases=["convert-backend"],
+                       help="convert a model (.dp/.yaml, deeppot or DeePMD-kit .pt) to .dp or .yaml")
     p.add_argument("INPUT")
     p.add_argument("OUTPUT")
     p.set_defaults(func=_convert)

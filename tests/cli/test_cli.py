@@ -84,7 +84,7 @@ def test_convert_dp_to_yaml_and_back(tmp_path, monkeypatch):
     model = make_model(type_one_side=False)
     save_model(model, tmp_path / "a.dp")
     assert main(["convert", "a.dp", "b.yaml"]) == 0
-    assert main(["convert", "b.yaml", "c.dp"]) == 0
+    assert main(["convert-backend", "b.yaml", "c.dp"]) == 0  # DeePMD-kit's name for it
     coord, atype, box = random_system()
     torch.testing.assert_close(load_model(tmp_path / "c.dp")(coord, atype, box)["energy"],
                                model(coord, atype, box)["energy"], rtol=1e-14, atol=0)
