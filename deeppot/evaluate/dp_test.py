@@ -105,8 +105,8 @@ def _cat(parts: list[np.ndarray]) -> np.ndarray:
 def systems_to_test(system: str | None = ".", datafile: str | None = None, train_json: str | None = None,
                     valid_json: str | None = None) -> list[str]:
     """The systems `dp test` reads, from the first source given: an input.json's training or validation data
-    (`--train-data`/`--valid-data`: relative paths from the file's folder, its rglob_patterns), a datafile of one
-    system path a line (`-f`), or every system under `system` (`-s`)."""
+    (`--train-data`/`--valid-data`: relative paths from the file's folder, else from here; its rglob_patterns),
+    a datafile of one system path a line (`-f`), or every system under `system` (`-s`)."""
     for path, section in ((train_json, "training_data"), (valid_json, "validation_data")):
         if path is not None:
             return _systems_of_input(Path(path), section)
@@ -122,7 +122,13 @@ def _systems_of_input(path: Path, section: str) -> list[str]:
     if not data or not data.get("systems"):
         raise DataError(f"{path}: no training.{section}.systems to test on")
     systems = [data["systems"]] if isinstance(data["systems"], str) else list(data["systems"])
-    return find_systems([str(path.parent / s) for s in systems], data.get("rglob_patterns"))
+    return find_systems([_from_folder(s, path.parent) for s in systems], data.get("rglob_patterns"))
+
+
+def _from_folder(system: str, folder: Path) -> str:
+    """DeePMD-kit's rule, the path from input.json's folder; where nothing is there, the path as given (from the
+    working directory, where `deeppot train` looks first). For `file.h5#/group` the file decides."""
+    return str(folder / system) if (folder / system.split("#", 1)[0]).exists() else system
 
 
 def run_test(model: EnergyModel, systems: Sequence[str], numb_test: int = 0, detail_file: str | None = None,

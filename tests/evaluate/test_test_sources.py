@@ -53,6 +53,9 @@ def test_input_json_systems_are_read_from_its_folder(data: Path, tmp_path: Path,
     assert [Path(p).resolve() for p in got] == [data / "sysA", data / "sysB"]
     got = systems_to_test(valid_json=str(input_json))
     assert [Path(p).resolve() for p in got] == [data / "valid" / "v1", data / "valid" / "v2"]
+    training["training_data"]["systems"] = ["v2"]  # nothing there from input.json's folder: from here
+    input_json = write_input(tmp_path / "run" / "input.json", training)
+    assert systems_to_test(train_json=str(input_json)) == ["v2"]
 
 
 def test_input_json_rglob_patterns_and_missing_section(data: Path, tmp_path: Path) -> None:
