@@ -28,9 +28,9 @@ def _train(args: argparse.Namespace) -> None:
     ranks, rank_device = distributed.from_env(args.device)  # started by torchrun: join its process group
     distributed.quiet_other_ranks(ranks)
     options = RunOptions(workdir=Path.cwd(), device=rank_device or pick_device(args.device),
-                         restart=Path(args.restart) if args.restart else None,
-                         init_model=Path(args.init_model) if args.init_model else None,
-                         finetune=Path(args.finetune) if args.finetune else None,
+                         restart=_path_or_none(args.restart),
+                         init_model=_path_or_none(args.init_model or args.init_frz_model),
+                         finetune=_path_or_none(args.finetune),
                          use_pretrain_script=args.use_pretrain_script,
                          skip_neighbor_stat=args.skip_neighbor_stat,
                          cuda_graph=False if args.no_cuda_graph else None,
@@ -55,6 +55,10 @@ def _train(args: argparse.Namespace) -> None:
         if trainer is not None:
             trainer.release_graphs()  # before the NCCL group goes: its captured all-reduce would hang it
         distributed.shutdown(ranks)
+
+
+def _path_or_none(path: str | None) -> Path | None:
+    return Path(path) if path else None
 
 
 def _resolve_data_paths(config: dict, input_dir: Path) -> None:
@@ -197,6 +201,8 @@ def _add_train_command(sub) -> None:
     start = p.add_mutually_exclusive_group()
     start.add_argument("-r", "--restart", help="continue from a checkpoint (.pt)")
     start.add_argument("-i", "--init-model", help="start from another model's weights (.pt or .dp)")
+    start.add_argument("-f", "--init-frz-model", help="start from a frozen model's weights (.dp or .yaml; the same "
+                       "as -i, DeePMD-kit's name for a frozen model)")
     start.add_argument("-t", "--finetune", help="fine-tune a pretrained model (.dp, .yaml, deeppot or DeePMD-kit "
                        ".pt): its weights, type map matched by element names, energy bias re-fitted on the data")
     p.add_argument("--use-pretrain-script", action="store_true",

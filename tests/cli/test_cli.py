@@ -95,3 +95,30 @@ def test_convert_refuses_torchscript_with_advice(tmp_path, monkeypatch, capsys):
     (tmp_path / "frozen.pth").write_bytes(b"not really a model")
     assert main(["convert", "frozen.pth", "out.dp"]) == 1
     assert "dp convert-backend" in capsys.readouterr().err
+
+
+def energies_of(path, frames) -> np.ndarray:
+    return load_model(path)(*frames)["energy"].detach().numpy()
+
+
+@pytest.mark.parametrize("flag", ["-i", "-f"])
+def test_init_from_a_frozen_model(tmp_path, monkeypatch, flag):
+    """A second run from the first run's frozen model, at a learning rate too small to move a weight: it freezes
+    to the same model; without the flag its own seed gives another one."""
+    from helpers import random_system
+
+    monkeypatch.chdir(tmp_path)
+    write_input(tmp_path, lambda c: None)
+    assert main(["train", "input.json"]) == 0 and main(["freeze", "-o", "first.dp"]) == 0
+
+    config = json.loads((tmp_path / "input.json").read_text())
+    config["model"]["descriptor"]["seed"] = config["model"]["fitting_net"]["seed"] = 11
+    config["learning_rate"].update(start_lr=1e-30, stop_lr=1e-30)
+    (tmp_path / "input.json").write_text(json.dumps(config))
+    assert main(["train", "input.json", flag, "first.dp"]) == 0 and main(["freeze", "-o", "second.dp"]) == 0
+    assert main(["train", "input.json"]) == 0 and main(["freeze", "-o", "fresh.dp"]) == 0
+    coord, atype, box = random_system(natoms=12, nframes=2)
+    frames = (coord, atype, box)
+    first = energies_of(tmp_path / "first.dp", frames)
+    np.testing.assert_allclose(energies_of(tmp_path / "second.dp", frames), first, rtol=1e-12)
+    assert np.abs(energies_of(tmp_path / "fresh.dp", frames) - first).max() > 1e-6 * np.abs(first).max()
