@@ -9,6 +9,7 @@ from pathlib import Path
 
 from deeppot.config.schema import ConfigError
 from deeppot.data import DataError
+from deeppot.tools.show import ATTRIBUTES as SHOW_ATTRIBUTES
 from deeppot.train.trainer import TrainingError
 
 log = logging.getLogger("deeppot")
@@ -333,9 +334,10 @@ def _add_tool_commands(sub) -> None:
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
     p.set_defaults(func=_neighbor_stat)
 
-    p = sub.add_parser("show", help="type map, descriptor, fitting net and size of a model, like `dp show`")
+    p = sub.add_parser("show", help="type map, descriptor, fitting net, size and observed types of a model, like "
+                       "`dp show`")
     p.add_argument("INPUT", help="a model file (.dp, .yaml) or a checkpoint (.pt)")
-    p.add_argument("ATTRIBUTES", nargs="+", choices=["model-branch", "type-map", "descriptor", "fitting-net", "size"])
+    p.add_argument("ATTRIBUTES", nargs="+", choices=SHOW_ATTRIBUTES)
     p.set_defaults(func=_show)
 
     p = sub.add_parser("change-bias", help="re-fit a model's per-type energy bias on data, like `dp change-bias`")

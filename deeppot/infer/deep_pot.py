@@ -13,6 +13,7 @@ chunks of centres (`deeppot.infer.evaluate`), so memory stays linear in the atom
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import logging
 import math
@@ -28,6 +29,7 @@ from deeppot.infer.evaluate import FlatNeighbors, PairStage, evaluate_flat, refe
 from deeppot.infer.order import kept_order
 from deeppot.model import EnergyModel
 from deeppot.model.slots import interchangeable_slots
+from deeppot.model.summary import model_size, observed_types
 from deeppot.nlist import REFERENCE_MAX_PAIRS, reference_pairs
 
 log = logging.getLogger(__name__)
@@ -306,6 +308,50 @@ class DeepPot:
 
     def get_dim_aparam(self) -> int:
         return 0
+
+    # DeePMD-kit's other queries, for code written against `deepmd.infer.DeepPot` (an se_e2_a energy model has no
+    # spin, field, Hessian or parameters; every type contributes to the energy)
+    def get_sel_type(self) -> list[int]:
+        return list(range(self.get_ntypes()))
+
+    def get_ntypes_spin(self) -> int:
+        return 0
+
+    def has_default_fparam(self) -> bool:
+        return False
+
+    @property
+    def has_efield(self) -> bool:
+        return False
+
+    @property
+    def has_spin(self) -> bool:
+        return False
+
+    @property
+    def has_hessian(self) -> bool:
+        return False
+
+    @property
+    def use_spin(self) -> list[bool]:
+        return []
+
+    def get_model(self) -> EnergyModel:
+        return self.model
+
+    def get_model_def_script(self) -> dict:
+        """The model section the model was built from (a copy)."""
+        return copy.deepcopy(self.model.config or {})
+
+    def get_model_size(self) -> dict[str, int]:
+        return model_size(self.model)
+
+    def get_observed_types(self) -> dict:
+        return observed_types(self.model)
+
+    def close(self) -> None:
+        """Let go of the CUDA graphs (and their memory); later calls run eagerly."""
+        self.graphed = None
 
     def eval(self, coords, cells, atom_types, atomic: bool = False, fparam=None, aparam=None,
              mixed_type: bool = False, **kwargs) -> tuple[np.ndarray, ...]:

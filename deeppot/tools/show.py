@@ -14,18 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from deeppot.io import load_model
-from deeppot.model import EnergyModel
+from deeppot.model.summary import model_size, observed_types
 
 log = logging.getLogger(__name__)
 
-ATTRIBUTES = ("model-branch", "type-map", "descriptor", "fitting-net", "size")
-
-
-def model_size(model: EnergyModel) -> dict[str, int]:
-    """Parameter counts: {"descriptor", "fitting-net", "total"} (DeePMD-kit's `get_model_size`)."""
-    descriptor = sum(p.numel() for p in model.descriptor.parameters())
-    fitting = sum(p.numel() for p in model.fitting.parameters())
-    return {"descriptor": descriptor, "fitting-net": fitting, "total": descriptor + fitting}
+ATTRIBUTES = ("model-branch", "type-map", "descriptor", "fitting-net", "size", "observed-type")
 
 
 def show(model_path: str | Path, attributes: Sequence[str]) -> dict[str, Any]:
@@ -56,4 +49,9 @@ def show(model_path: str | Path, attributes: Sequence[str]) -> dict[str, Any]:
         log.info("Parameter counts:")
         for key in sorted(shown["size"]):
             log.info("Parameters in %s: %s", key, f"{shown['size'][key]:,}")
+    if "observed-type" in attributes:
+        shown["observed-type"] = observed_types(model)
+        log.info("The observed types for this model: ")
+        log.info("Number of observed types: %d ", shown["observed-type"]["type_num"])
+        log.info("Observed types: %s ", shown["observed-type"]["observed_type"])
     return shown

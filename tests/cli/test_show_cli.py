@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 
 import pytest
+import torch
 from helpers import make_model
 
 from deeppot.cli.main import main
 from deeppot.io import save_model
 from deeppot.io.model_file import save_checkpoint
 
-ATTRS = ["type-map", "descriptor", "fitting-net"]
+ATTRS = ["type-map", "descriptor", "fitting-net", "observed-type"]
 
 
 @pytest.fixture(autouse=True)
@@ -33,6 +34,21 @@ def test_same_lines_as_dp_show(tmp_path, caplog):
     theirs = messages(caplog, "deepmd.entrypoints")
     assert ours == theirs
     assert any(line.startswith("The descriptor parameter is {'type': 'se_e2_a'") for line in ours)
+
+
+def test_observed_types_as_dp_show(tmp_path, caplog):
+    """Types with a zero output bias were not in the training data; the others sorted by atomic number."""
+    deepmd_show = pytest.importorskip("deepmd.entrypoints.show")
+    model = make_model(ntypes=3, sel=(8, 8, 8))  # type map O, H, C
+    with torch.no_grad():
+        model.fitting.out_bias[1] = 0.0
+    save_model(model, tmp_path / "model.dp")
+    assert main(["show", str(tmp_path / "model.dp"), "observed-type"]) == 0
+    ours = messages(caplog, "deeppot")
+    caplog.clear()
+    deepmd_show.show(INPUT=str(tmp_path / "model.dp"), ATTRIBUTES=["observed-type"])
+    assert ours == messages(caplog, "deepmd.entrypoints")
+    assert "Observed types: ['C', 'O'] " in ours
 
 
 def test_size_counts_trainable_weights(tmp_path, caplog):

@@ -60,3 +60,25 @@ def test_eval_descriptor_equals_deepmd(name, periodic, tmp_path):
                                                                  atype)
     assert got.shape == want.shape == (2, len(atype), 16 * 4)
     assert np.abs(got - want).max() < 1e-10 * np.abs(want).max()
+
+
+def test_queries_equal_deepmd(tmp_path):
+    """What code written against `deepmd.infer.DeepPot` asks besides eval, on a three-type model one of whose
+    types has a zero output bias (not observed); DeePMD-kit's NumPy backend does not count parameters."""
+    import torch
+    from deepmd.infer import DeepPot as DeepmdDeepPot
+    from helpers import make_model
+
+    from deeppot.io import save_model
+
+    model = make_model(ntypes=3, sel=(8, 8, 8))
+    with torch.no_grad():
+        model.fitting.out_bias[1] = 0.0
+    save_model(model, tmp_path / "m.dp")
+    ours, theirs = DeepPot(str(tmp_path / "m.dp"), "cpu"), DeepmdDeepPot(str(tmp_path / "m.dp"))
+    for name in ("get_type_map", "get_ntypes", "get_rcut", "get_dim_fparam", "get_dim_aparam", "get_sel_type",
+                 "get_ntypes_spin", "has_default_fparam", "get_observed_types", "get_model_def_script"):
+        assert getattr(ours, name)() == getattr(theirs, name)(), name
+    for name in ("has_efield", "has_spin", "has_hessian", "use_spin"):
+        assert getattr(ours, name) == getattr(theirs, name), name
+    assert ours.get_model_size() == {"descriptor": 3 * 216, "fitting-net": 3 * 1345, "total": 3 * (216 + 1345)}
