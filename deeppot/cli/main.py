@@ -16,7 +16,7 @@ log = logging.getLogger("deeppot")
 
 
 def _train(args: argparse.Namespace) -> None:
-    from deeppot.config.input import load_input, normalize_input, write_out_json
+    from deeppot.config.input import compat_input, load_input, normalize_input, write_out_json
     from deeppot.train import distributed
     from deeppot.train.trainer import RunOptions, Trainer, pick_device
 
@@ -24,7 +24,8 @@ def _train(args: argparse.Namespace) -> None:
         raise ValueError("--use-pretrain-script goes with --finetune (deeppot takes the model section from a "
                          "pretrained model only when fine-tuning)")
     input_path = Path(args.INPUT)
-    config = normalize_input(load_input(input_path))
+    raw = load_input(input_path)
+    config = normalize_input(raw)
     _resolve_data_paths(config, input_path.parent)
     ranks, rank_device = distributed.from_env(args.device)  # started by torchrun: join its process group
     distributed.quiet_other_ranks(ranks)
@@ -44,6 +45,7 @@ def _train(args: argparse.Namespace) -> None:
     try:
         trainer = Trainer(config, options)
         if ranks.is_main:
+            write_out_json(compat_input(raw), "input_v2_compat.json")  # as `dp train` writes them
             write_out_json(config, args.output)
         if args.profile:
             from deeppot.train.profile import profile_training

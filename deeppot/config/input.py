@@ -62,6 +62,12 @@ def normalize_input(raw: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def compat_input(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The input after DeePMD-kit's layout conversions only (v0/v1 -> v2, `numb_test` dropped), what `dp train`
+    dumps to input_v2_compat.json; `raw` is not modified."""
+    return _convert_legacy(copy.deepcopy(dict(raw)))
+
+
 def _check_mixed_precision(config: dict[str, Any]) -> None:
     """training.mixed_precision (bfloat16 autocast) applies to float32 nets only."""
     model = config.get("model", {})

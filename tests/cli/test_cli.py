@@ -23,6 +23,7 @@ def test_train_freeze_test_plot(tmp_path, monkeypatch, capsys, precision):
     (tmp_path / "input.json").write_text(json.dumps(config))
     assert main(["train", "input.json"]) == 0
     out_json = json.loads((tmp_path / "out.json").read_text())
+    assert json.loads((tmp_path / "input_v2_compat.json").read_text()) == config  # a v2 input: as it was given
     assert out_json["model"]["descriptor"]["sel"] == [16, 32]
     assert out_json["training"]["max_ckpt_keep"] == 5  # defaults are filled
     assert main(["freeze", "-o", "model.dp"]) == 0

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from helpers import minimal_input
 
-from deeppot.config.input import load_input, normalize_input, write_out_json
+from deeppot.config.input import compat_input, load_input, normalize_input, write_out_json
 from deeppot.config.schema import ConfigError
 
 BENCH_INPUTS = Path(__file__).resolve().parents[3] / "shared" / "bench" / "inputs"
@@ -68,6 +68,18 @@ def test_bench_inputs_match_deepmd_normalisation(path):
         ours = normalize_input(config)
         for section in ("learning_rate", "loss", "optimizer", "training", "validating"):
             assert ours[section] == theirs[section], section
+
+
+@needs_bench
+@pytest.mark.parametrize("path", BENCH_FILES, ids=lambda p: p.name)
+def test_compat_input_is_deepmd_dump(path, tmp_path):
+    """input_v2_compat.json: what DeePMD-kit's `update_deepmd_input` dumps, for the v2 input and its v1 variant."""
+    compat = pytest.importorskip("deepmd.utils.compat")
+    raw = json.loads(path.read_text())
+    for config in (raw, _legacy_variant(raw)):
+        compat.update_deepmd_input(copy.deepcopy(config), warning=False, dump=tmp_path / "theirs.json")
+        write_out_json(compat_input(config), tmp_path / "ours.json")
+        assert (tmp_path / "ours.json").read_text() == (tmp_path / "theirs.json").read_text()
 
 
 def _legacy_variant(raw: dict[str, Any]) -> dict[str, Any]:
