@@ -31,6 +31,14 @@ def _is_float(text: str) -> bool:
     return True
 
 
+def _info(value: dict) -> str | None:
+    """DeePMD-kit's free-form model info; its `observed_type`, where given, presets the observed types."""
+    observed = value.get("observed_type")
+    if observed is not None and not (isinstance(observed, list) and all(isinstance(t, str) for t in observed)):
+        return "observed_type must be a list of type names"
+    return None
+
+
 def _type_pairs(value: Any) -> str | None:
     ok = all(isinstance(p, list) and len(p) == 2 and all(isinstance(t, int) for t in p) for p in value)
     return None if ok else "must be a list of [type_a, type_b] pairs of integers"
@@ -84,6 +92,7 @@ MODEL_KEYS = (
     Key("atom_exclude_types", (list,), list, check=list_of(int)),
     Key("preset_out_bias", (dict, type(None)), None),
     Key("srtab_add_bias", (bool,), True),
+    Key("info", (dict,), dict, check=_info),
 )
 
 # Keys DeePMD-kit knows that deeppot does not implement: name them instead of calling them unknown.

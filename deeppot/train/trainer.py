@@ -23,6 +23,7 @@ from deeppot.io.model_file import load_model, read_checkpoint
 from deeppot.model import EnergyModel
 from deeppot.model.slots import per_type_padding, trimmed_widths
 from deeppot.model.stats import set_statistics
+from deeppot.model.summary import observed_in
 from deeppot.tools.change_bias import select_frames
 from deeppot.train.adam import FusedAdam, gpu_adam
 from deeppot.train.checkpoint import CheckpointManager, resolve_checkpoint
@@ -163,6 +164,9 @@ class Trainer:
         type_map = cfg["model"]["type_map"]
         systems = load_systems(tr["training_data"]["systems"], type_map,
                                rglob_patterns=tr["training_data"].get("rglob_patterns"))
+        info = cfg["model"].setdefault("info", {})
+        if info.get("observed_type") is None:  # as DeePMD-kit 3.2: the training data's types, kept in the model
+            info["observed_type"] = observed_in((s.atype for s in systems), type_map)
         valid_systems = None
         if tr.get("validation_data"):  # validation runs on rank 0 only; every rank sizes the lists for it
             valid_systems = load_systems(tr["validation_data"]["systems"], type_map,

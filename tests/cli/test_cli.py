@@ -29,6 +29,7 @@ def test_train_freeze_test_plot(tmp_path, monkeypatch, capsys, precision):
     assert main(["freeze", "-o", "model.dp"]) == 0
     model = load_model(tmp_path / "model.dp")
     assert model.descriptor.dtype.__repr__().endswith(precision)
+    assert model.config["info"] == {"observed_type": ["H", "O"]}  # the data's types, by atomic number
     capsys.readouterr()
     assert main(["test", "-m", "model.dp", "-s", "valid", "-d", "detail", "--plot", "parity.png"]) == 0
     report = capsys.readouterr().out

@@ -49,6 +49,15 @@ def test_observed_types_as_dp_show(tmp_path, caplog):
     deepmd_show.show(INPUT=str(tmp_path / "model.dp"), ATTRIBUTES=["observed-type"])
     assert ours == messages(caplog, "deepmd.entrypoints")
     assert "Observed types: ['C', 'O'] " in ours
+    model.config["info"] = {"observed_type": ["H", "O"]}  # what training records: both read it instead
+    save_model(model, tmp_path / "model.dp")
+    caplog.clear()
+    assert main(["show", str(tmp_path / "model.dp"), "observed-type"]) == 0
+    ours = messages(caplog, "deeppot")
+    caplog.clear()
+    deepmd_show.show(INPUT=str(tmp_path / "model.dp"), ATTRIBUTES=["observed-type"])
+    assert ours == messages(caplog, "deepmd.entrypoints")
+    assert "Observed types: ['H', 'O'] " in ours
 
 
 def test_size_counts_trainable_weights(tmp_path, caplog):
