@@ -36,28 +36,29 @@ def test_same_lines_as_dp_show(tmp_path, caplog):
     assert any(line.startswith("The descriptor parameter is {'type': 'se_e2_a'") for line in ours)
 
 
+def observed_lines(path, caplog) -> tuple[list[str], list[str]]:
+    """`deeppot show PATH observed-type`'s lines and DeePMD-kit's `dp show`'s."""
+    deepmd_show = pytest.importorskip("deepmd.entrypoints.show")
+    caplog.clear()
+    assert main(["show", str(path), "observed-type"]) == 0
+    ours = messages(caplog, "deeppot")
+    caplog.clear()
+    deepmd_show.show(INPUT=str(path), ATTRIBUTES=["observed-type"])
+    return ours, messages(caplog, "deepmd.entrypoints")
+
+
 def test_observed_types_as_dp_show(tmp_path, caplog):
     """Types with a zero output bias were not in the training data; the others sorted by atomic number."""
-    deepmd_show = pytest.importorskip("deepmd.entrypoints.show")
     model = make_model(ntypes=3, sel=(8, 8, 8))  # type map O, H, C
     with torch.no_grad():
         model.fitting.out_bias[1] = 0.0
     save_model(model, tmp_path / "model.dp")
-    assert main(["show", str(tmp_path / "model.dp"), "observed-type"]) == 0
-    ours = messages(caplog, "deeppot")
-    caplog.clear()
-    deepmd_show.show(INPUT=str(tmp_path / "model.dp"), ATTRIBUTES=["observed-type"])
-    assert ours == messages(caplog, "deepmd.entrypoints")
-    assert "Observed types: ['C', 'O'] " in ours
+    ours, theirs = observed_lines(tmp_path / "model.dp", caplog)
+    assert ours == theirs and "Observed types: ['C', 'O'] " in ours
     model.config["info"] = {"observed_type": ["H", "O"]}  # what training records: both read it instead
     save_model(model, tmp_path / "model.dp")
-    caplog.clear()
-    assert main(["show", str(tmp_path / "model.dp"), "observed-type"]) == 0
-    ours = messages(caplog, "deeppot")
-    caplog.clear()
-    deepmd_show.show(INPUT=str(tmp_path / "model.dp"), ATTRIBUTES=["observed-type"])
-    assert ours == messages(caplog, "deepmd.entrypoints")
-    assert "Observed types: ['H', 'O'] " in ours
+    ours, theirs = observed_lines(tmp_path / "model.dp", caplog)
+    assert ours == theirs and "Observed types: ['H', 'O'] " in ours
 
 
 def test_size_counts_trainable_weights(tmp_path, caplog):
