@@ -60,6 +60,11 @@ def _train(args: argparse.Namespace) -> None:
         distributed.shutdown(ranks)
 
 
+def _model_file(name: str) -> str:
+    """Like DeePMD-kit's format_model_suffix: a model named without a model suffix gets the frozen one (.dp)."""
+    return name if name.lower().endswith((".dp", ".yaml", ".yml", ".pt", ".pth")) else name + ".dp"
+
+
 def _path_or_none(path: str | None) -> Path | None:
     return Path(path) if path else None
 
@@ -103,7 +108,7 @@ def _test(args: argparse.Namespace) -> None:
     if args.set_prefix != "set":
         log.warning("-S/--set-prefix is deprecated and ignored (as in DeePMD-kit): sets are always set.*")
     systems = systems_to_test(args.system, args.datafile, args.train_json, args.valid_json)
-    model = load_model(args.model, pick_device(args.device))
+    model = load_model(_model_file(args.model), pick_device(args.device))
     report = run_test(model, systems, numb_test=args.numb_test, detail_file=args.detail_file,
                       shuffle_test=args.shuffle_test, rand_seed=args.rand_seed, atomic=args.atomic)
     if args.plot:
@@ -116,7 +121,8 @@ def _test(args: argparse.Namespace) -> None:
 def _eval_desc(args: argparse.Namespace) -> None:
     from deeppot.evaluate import eval_desc, systems_to_test
 
-    written = eval_desc(args.model, systems_to_test(args.system, args.datafile), args.output, args.dtype, args.device)
+    systems = systems_to_test(args.system, args.datafile)
+    written = eval_desc(_model_file(args.model), systems, args.output, args.dtype, args.device)
     log.info("descriptors of %d system(s) written to %s", len(written), args.output)
 
 
@@ -139,9 +145,7 @@ def _model_devi(args: argparse.Namespace) -> None:
 
     if args.set_prefix != "set":
         log.warning("-S/--set-prefix is deprecated and ignored (as in DeePMD-kit): sets are always set.*")
-    # like DeePMD-kit's format_model_suffix: a name without a model suffix gets the default one
-    suffixes = (".dp", ".yaml", ".yml", ".pt", ".pth")
-    models = [m if m.lower().endswith(suffixes) else m + ".dp" for m in args.models]
+    models = [_model_file(m) for m in args.models]
     make_model_devi(models, args.system, args.output, args.frequency, real_error=args.real_error,
                     atomic=args.atomic, relative=args.relative, relative_v=args.relative_v, device=args.device)
     log.info("model deviation written to %s", args.output)
