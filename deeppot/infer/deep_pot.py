@@ -398,6 +398,17 @@ class DeepPot:
         return np.concatenate(parts)
 
 
+    def eval_fitting_last_layer(self, coords, cells, atom_types, fparam=None, aparam=None, mixed_type: bool = False,
+                                **kwargs) -> np.ndarray:
+        """Each atom's output of its fitting net's last hidden layer, (nf, natoms, neuron[-1]) float64, as
+        DeePMD-kit's `eval_fitting_last_layer`; inputs as `eval`'s (the reference path, as `eval_descriptor`)."""
+        desc = self.eval_descriptor(coords, cells, atom_types, fparam, aparam, mixed_type, dtype="fp64", **kwargs)
+        atype = standard_input(coords, cells, atom_types, self.get_ntypes(), mixed_type)[1]
+        to = functools.partial(torch.as_tensor, device=self.evaluator.device)
+        with torch.no_grad():
+            return self.model.fitting.last_hidden(to(desc), to(atype)).cpu().numpy()
+
+
 def _check_extras(fparam, aparam, kwargs: dict, name: str) -> None:
     if fparam is not None or aparam is not None:
         raise ValueError("this model takes no frame or atomic parameters (fparam/aparam)")

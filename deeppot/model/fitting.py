@@ -99,6 +99,20 @@ class EnergyFitting(nn.Module):
         """Run every type's net on every atom at once (batched GEMMs, fewest kernels): by default on CUDA."""
         return x.is_cuda if self.all_nets_at_once is None else self.all_nets_at_once
 
+    def last_hidden(self, descriptor: Tensor, atype: Tensor) -> Tensor:
+        """Each atom's output of its type's last hidden layer, (nf, nloc, neuron[-1]) in float64: what the output
+        layer reads (DeePMD-kit's middle output, `eval_fitting_last_layer`)."""
+        if not self.neuron:
+            raise ValueError("the fitting net has no hidden layer (neuron is [])")
+        x = descriptor.to(self.dtype)
+        out = torch.zeros(*atype.shape, self.neuron[-1], dtype=torch.float64, device=x.device)
+        for t in range(self.ntypes):
+            h = x
+            for layer in self.nets.layers[:-1]:
+                h = layer.forward_one(h, t)
+            out = torch.where((atype == t)[..., None], h.to(torch.float64), out)
+        return out
+
     def forward(self, descriptor: Tensor, atype: Tensor, groups: list[Tensor] | None = None) -> Tensor:
         return atomic_energy(descriptor, atype, self.nets, self.bias_atom_e + self.out_bias, self.dtype, groups,
                              self.at_once(descriptor))

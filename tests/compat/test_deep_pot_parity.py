@@ -82,3 +82,19 @@ def test_queries_equal_deepmd(tmp_path):
     for name in ("has_efield", "has_spin", "has_hessian", "use_spin"):
         assert getattr(ours, name) == getattr(theirs, name), name
     assert ours.get_model_size() == {"descriptor": 3 * 216, "fitting-net": 3 * 1345, "total": 3 * (216 + 1345)}
+
+
+@pytest.mark.parametrize("name", ["water", "alloy"])
+def test_eval_fitting_last_layer_equals_deepmd(name, tmp_path):
+    """The fitting nets' last hidden layer: DeePMD-kit's middle output on its own descriptor."""
+    section = model_section(name, type_one_side=name != "alloy")
+    deepmd_save(tmp_path / "m.dp", randomize_model_dict(deepmd_build(section).serialize(), 3), section)
+    coord, atype, box = frames(name, 2)[:3]
+    dp_model = deepmd_load(tmp_path / "m.dp")
+    fitting = dp_model.atomic_model.fitting_net
+    fitting.set_return_middle_output(True)
+    desc = deepmd_descriptor(dp_model, coord, atype, box)
+    want = np.asarray(fitting.call(desc, np.tile(atype, (2, 1)))["middle_output"])
+    got = DeepPot(str(tmp_path / "m.dp"), "cpu").eval_fitting_last_layer(coord, box.reshape(2, 9), atype)
+    assert got.shape == want.shape == (2, len(atype), 16)
+    assert np.abs(got - want).max() < 1e-10 * np.abs(want).max()

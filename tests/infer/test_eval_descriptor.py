@@ -62,3 +62,19 @@ def test_batches_of_frames_and_dtypes(monkeypatch):
         dp.eval_descriptor(coord, cells, atype, dtype="float16")
     with pytest.raises(ValueError, match="atom type 5 of atom 0"):
         dp.eval_descriptor(coord, cells, np.where(np.arange(11) == 0, 5, atype))
+
+
+def test_the_output_layer_of_the_last_hidden_layer_is_the_atomic_energy():
+    model = make_model(type_one_side=False, seed=6)
+    coord, cells, atype = frames(seed=5)
+    dp = DeepPot(model, "cpu")
+    hidden = dp.eval_fitting_last_layer(coord, cells, atype)
+    assert hidden.shape == (3, 11, 16)
+    atom_energy = dp.eval(coord, cells, atype, atomic=True)[3][..., 0]
+    fitting = model.fitting
+    with torch.no_grad():
+        for t in range(fitting.ntypes):
+            rows = hidden[:, atype == t]
+            energy = fitting.nets.layers[-1].forward_one(torch.as_tensor(rows), t)[..., 0].numpy()
+            bias = float(fitting.bias_atom_e[t] + fitting.out_bias[t])
+            np.testing.assert_allclose(energy + bias, atom_energy[:, atype == t], rtol=1e-12, atol=1e-12)
