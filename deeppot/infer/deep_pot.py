@@ -374,7 +374,6 @@ class DeepPot:
         parts = np.split(values, np.cumsum([math.prod(shapes[key]) for key in keys])[:-1])
         return tuple(part.reshape(shapes[key]) for key, part in zip(keys, parts, strict=True))
 
-
     def eval_descriptor(self, coords, cells, atom_types, fparam=None, aparam=None, mixed_type: bool = False,
                         dtype: str = "native", **kwargs) -> np.ndarray:
         """The descriptor (nf, natoms, M1*M2) of each atom, the fitting net's input, as DeePMD-kit's
@@ -396,7 +395,6 @@ class DeepPot:
                 d = self.model.descriptor_of(to(coord[part]), to(atype[part]), None if box is None else to(box[part]))
                 parts.append(d.to(out).cpu().numpy())
         return np.concatenate(parts)
-
 
     def eval_fitting_last_layer(self, coords, cells, atom_types, fparam=None, aparam=None, mixed_type: bool = False,
                                 **kwargs) -> np.ndarray:
