@@ -126,6 +126,12 @@ def _eval_desc(args: argparse.Namespace) -> None:
     log.info("descriptors of %d system(s) written to %s", len(written), args.output)
 
 
+def _embed(args: argparse.Namespace) -> None:
+    from deeppot.evaluate import embed, systems_to_test
+
+    embed(_model_file(args.model), systems_to_test(args.system, args.datafile), args.output, args.dtype, args.device)
+
+
 def _convert(args: argparse.Namespace) -> None:
     from deeppot.io.convert import convert
 
@@ -258,9 +264,10 @@ def _add_model_devi_command(sub) -> None:
     p.set_defaults(func=_model_devi)
 
 
-def _model_and_systems(p: argparse.ArgumentParser) -> argparse._MutuallyExclusiveGroup:
-    """-m, and -s or -f (DeePMD-kit's test and eval-desc); returns the group of the data sources."""
-    p.add_argument("-m", "--model", default="frozen_model.dp")
+def _model_and_systems(p: argparse.ArgumentParser,
+                       model: str = "frozen_model.dp") -> argparse._MutuallyExclusiveGroup:
+    """-m, and -s or -f (DeePMD-kit's test, eval-desc and embed); returns the group of the data sources."""
+    p.add_argument("-m", "--model", default=model)
     source = p.add_mutually_exclusive_group()
     source.add_argument("-s", "--system", default=".", help="system folder, searched recursively")
     source.add_argument("-f", "--datafile", default=None, help="a file naming one system a line")
@@ -295,6 +302,17 @@ def _add_eval_desc_command(sub) -> None:
     p.set_defaults(func=_eval_desc)
 
 
+def _add_embed_command(sub) -> None:
+    p = sub.add_parser("embed", help="descriptor, atomic and structural features of each system in one HDF5 file, "
+                       "like `dp embed`")
+    _model_and_systems(p, model="model.ckpt.pt")
+    p.add_argument("-o", "--output", default="embedding.hdf5", help="the HDF5 file, a group a system")
+    p.add_argument("--dtype", choices=["fp32", "fp64", "native"], default="fp32",
+                   help="the datasets' dtype; native: the model's precision")
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    p.set_defaults(func=_embed)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="deeppot", description="Fast Deep Potential training, DeePMD-kit compatible")
     parser.add_argument("-v", "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -308,6 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_test_command(sub)
     _add_eval_desc_command(sub)
+    _add_embed_command(sub)
 
     p = sub.add_parser("convert", aliases=["convert-backend"],
                        help="convert a model (.dp/.yaml, deeppot or DeePMD-kit .pt) to .dp or .yaml")

@@ -38,6 +38,7 @@ OUTPUT_KEYS = ("energy", "force", "virial", "atom_energy", "atom_virial")
 # `eval_descriptor`'s batches: whole frames of about this many atoms. Its reference path without autograd keeps
 # about two embedding layers' outputs at once (~0.2 MB an atom for float64 water), so ~0.5 GB a batch.
 DESCRIPTOR_BATCH_ATOMS = 2048
+DTYPES = {torch.float32: np.float32, torch.float64: np.float64}
 
 
 def packed_outputs(out: dict[str, Tensor], atomic: bool) -> Tensor:
@@ -400,11 +401,27 @@ class DeepPot:
                                 **kwargs) -> np.ndarray:
         """Each atom's output of its fitting net's last hidden layer, (nf, natoms, neuron[-1]) float64, as
         DeePMD-kit's `eval_fitting_last_layer`; inputs as `eval`'s (the reference path, as `eval_descriptor`)."""
+        return self._features(coords, cells, atom_types, fparam, aparam, mixed_type, **kwargs)[1]
+
+    def eval_embedding(self, coords, cells, atom_types, fparam=None, aparam=None, mixed_type: bool = False,
+                       dtype: str = "fp32", **kwargs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """DeePMD-kit 3.2's `eval_embedding`: the descriptor (nf, natoms, M1*M2), the atomic feature (the last
+        hidden fitting layer, (nf, natoms, neuron[-1])) and the structural feature (its sum over the atoms,
+        (nf, neuron[-1])); dtype "fp32" (the default), "fp64" or "native" (the model's precision)."""
+        if dtype not in ("native", "fp32", "fp64"):
+            raise ValueError(f"dtype must be 'native', 'fp32' or 'fp64', got {dtype!r}")
+        desc, hidden = self._features(coords, cells, atom_types, fparam, aparam, mixed_type, **kwargs)
+        out = {"native": DTYPES[self.model.descriptor.dtype], "fp32": np.float32, "fp64": np.float64}[dtype]
+        return desc.astype(out), hidden.astype(out), hidden.sum(axis=1).astype(out)
+
+    def _features(self, coords, cells, atom_types, fparam, aparam, mixed_type: bool,
+                  **kwargs) -> tuple[np.ndarray, np.ndarray]:
+        """The descriptor and the last hidden fitting layer of each atom, float64."""
         desc = self.eval_descriptor(coords, cells, atom_types, fparam, aparam, mixed_type, dtype="fp64", **kwargs)
         atype = standard_input(coords, cells, atom_types, self.get_ntypes(), mixed_type)[1]
         to = functools.partial(torch.as_tensor, device=self.evaluator.device)
         with torch.no_grad():
-            return self.model.fitting.last_hidden(to(desc), to(atype)).cpu().numpy()
+            return desc, self.model.fitting.last_hidden(to(desc), to(atype)).cpu().numpy()
 
 
 def _check_extras(fparam, aparam, kwargs: dict, name: str) -> None:
