@@ -5,7 +5,8 @@ first if asked), evaluate in chunks of frames, print the MAE/RMSE report and opt
 files. After all systems: the errors averaged over systems, each weighted by its number of elements.
 Metric keys (`TestReport.systems[path]`, `TestReport.weighted`): mae_e, rmse_e (eV), mae_e_per_atom,
 rmse_e_per_atom (eV), mae_f, rmse_f (eV/Å), mae_fw, rmse_fw (atom_pref-weighted, eV/Å), mae_v, rmse_v,
-mae_v_per_atom, rmse_v_per_atom (eV), mae_ae, rmse_ae (eV, `atomic=True`, per system only).
+mae_v_per_atom, rmse_v_per_atom (eV), mae_s, rmse_s (eV/Å^3: -virial / volume), mae_ae, rmse_ae (eV, `atomic=True`,
+per system only).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ REPORT_LINES = (
     ("rmse_v", "Virial RMSE        ", "eV"),
     ("mae_v_per_atom", "Virial MAE/Natoms  ", "eV"),
     ("rmse_v_per_atom", "Virial RMSE/Natoms ", "eV"),
+    ("mae_s", "Stress MAE         ", "eV/Å³"),
+    ("rmse_s", "Stress RMSE        ", "eV/Å³"),
     ("mae_ae", "Atomic ener MAE    ", "eV"),
     ("rmse_ae", "Atomic ener RMSE   ", "eV"),
 )
@@ -62,6 +65,7 @@ class SystemResult:
     `data`: energy (nf,) eV, force (nf, natoms, 3) eV/Å, virial (nf, 9) eV, atom_pref (nf, natoms),
     atom_ener (nf, natoms) eV; a label that is not on disk holds its default (`find[key]` is False).
     `pred`: energy (nf,), force (nf, natoms, 3), virial (nf, 9), atom_energy (nf, natoms).
+    `volume`: each periodic frame's cell volume (None without a cell).
     """
 
     path: str
@@ -70,6 +74,7 @@ class SystemResult:
     find: dict[str, bool]
     data: dict[str, np.ndarray]
     pred: dict[str, np.ndarray]
+    volume: np.ndarray | None = None  # (nf,) |det box| Å^3 of periodic frames, for the stress
 
     @property
     def nframes(self) -> int:
@@ -186,7 +191,8 @@ def evaluate_system(model: EnergyModel, path: str, numb_test: int, rng: np.rando
     box = None if system.box is None else system.box[frames]
     pred = evaluate_frames(model, system.coord[frames], system.atype, box, batch_frames)
     data = {key: system.labels[key][frames] for key in ("energy", "force", "virial", "atom_pref", "atom_ener")}
-    return SystemResult(path, system.natoms, system.box is not None, dict(system.find), data, pred)
+    volume = None if box is None else np.abs(np.linalg.det(box))
+    return SystemResult(path, system.natoms, system.box is not None, dict(system.find), data, pred, volume)
 
 
 def evaluate_frames(model: EnergyModel, coord: np.ndarray, atype: np.ndarray, box: np.ndarray | None,
@@ -241,9 +247,15 @@ def system_metrics(res: SystemResult, atomic: bool = False) -> dict[str, Metric]
     if find["virial"] and res.periodic:  # DeePMD-kit ignores virial labels of non-periodic systems
         groups["v"] = error_stat(pred["virial"], data["virial"])
         groups["v_per_atom"] = error_stat(pred["virial"], data["virial"], 1.0 / res.natoms)
+        groups["s"] = error_stat(stress(pred["virial"], res.volume), stress(data["virial"], res.volume))
     if atomic:
         groups["ae"] = error_stat(pred["atom_energy"], data["atom_ener"])
     return {f"{kind}_{name}": stat for name, group in groups.items() for kind, stat in group.items()}
+
+
+def stress(virial: np.ndarray, volume: np.ndarray) -> np.ndarray:
+    """-virial / volume (nf, 9) in eV/Å^3, frame by frame: the tensile-positive stress DeePMD-kit 3.2 reports."""
+    return -virial.reshape(-1, 9) / volume[:, None]
 
 
 def weighted_average(per_system: Sequence[dict[str, Metric]]) -> dict[str, float]:
@@ -287,10 +299,14 @@ def write_details(prefix: str | Path, res: SystemResult, append: bool) -> None:
     }
     for suffix, (table, columns) in tables.items():
         _save_table(prefix.with_suffix(suffix), table, f"{res.path}: {columns}", append)
+    if res.find["virial"] and res.periodic:  # DeePMD-kit 3.2 writes the stress where it reports it
+        s_cols = " ".join([f"data_s{c[1:]}" for c in VIRIAL_NAMES] + [f"pred_s{c[1:]}" for c in VIRIAL_NAMES])
+        table = np.concatenate([stress(res.data["virial"], res.volume), stress(res.pred["virial"], res.volume)], 1)
+        _save_table(prefix.with_suffix(".s.out"), table, f"{res.path} (eV/Å³): {s_cols}", append)
 
 
 def _save_table(file: Path, table: np.ndarray, header: str, append: bool) -> None:
     if append and file.is_file() and os.path.getsize(file) > 0:
         header = ""  # savetxt writes no header line for an empty header
     with file.open("ab" if append else "wb") as stream:
-        np.savetxt(stream, table, header=header)
+        np.savetxt(stream, table, header=header, encoding="utf-8")  # the stress header has Å³

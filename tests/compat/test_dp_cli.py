@@ -38,3 +38,25 @@ def test_dp_test_on_our_model_matches_run_test(tmp_path):
     assert dp_pred.shape == ours_pred.shape == (2,)
     np.testing.assert_allclose(dp_pred, ours_pred, rtol=1e-10, atol=0)
     assert dp_rmse == pytest.approx(ours_rmse, rel=1e-6)  # dp prints 7 significant digits
+
+
+def test_dp_test_stress_lines_and_file_match(tmp_path):
+    """A system with virial labels and a cell: DeePMD-kit 3.2.0 reports the stress and writes .s.out; ours has the
+    same lines, header and labels' stress (its NumPy backend gives no virial, so its predicted columns are NaN)."""
+    system = system_path("alloy")
+    model = randomize_model(EnergyModel.from_config(model_section("alloy", type_one_side=False)), 22)
+    save_model(model, tmp_path / "model.dp")
+    cmd = [sys.executable, "-m", "deepmd", "--dp", "test", "-m", "model.dp", "-s", str(system), "-n", "2",
+           "-d", "detail"]
+    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    theirs = [line.split("INFO")[-1].strip() for line in (done.stdout + done.stderr).splitlines() if "INFO" in line]
+    ours: list[str] = []
+    run_test(model, [str(system)], numb_test=2, detail_file=str(tmp_path / "ours"), log=ours.append)
+    labels = lambda lines: [line.split(":")[0].strip() for line in lines if line.startswith(("Virial", "Stress"))]  # noqa: E731
+    assert labels(ours) == labels(theirs) == ["Virial MAE", "Virial RMSE", "Virial MAE/Natoms", "Virial RMSE/Natoms",
+                                              "Stress MAE", "Stress RMSE"] * 2
+    text = {name: (tmp_path / f"{name}.s.out").read_text(encoding="utf-8") for name in ("ours", "detail")}
+    assert text["ours"].splitlines()[0] == text["detail"].splitlines()[0]
+    data = {name: np.loadtxt(tmp_path / f"{name}.s.out", encoding="utf-8")[:, :9] for name in text}
+    np.testing.assert_allclose(data["ours"], data["detail"], rtol=1e-12)

@@ -97,7 +97,10 @@ def test_metrics_equal_numpy(model: EnergyModel, two_systems: dict) -> None:
     np.testing.assert_allclose([a["mae_v"], a["rmse_v"]], errors(pa["virial"], two_systems["arrays"][0]["virial"]))
     np.testing.assert_allclose([a["mae_v_per_atom"], a["rmse_v_per_atom"]],
                                errors(pa["virial"], two_systems["arrays"][0]["virial"], 1 / 6))
-    assert "mae_v" not in b and "mae_fw" not in a
+    volume = np.abs(np.linalg.det(two_systems["arrays"][0]["box"]))[:, None]  # stress = -virial / volume
+    np.testing.assert_allclose([a["mae_s"], a["rmse_s"]],
+                               errors(-pa["virial"] / volume, -two_systems["arrays"][0]["virial"] / volume))
+    assert "mae_v" not in b and "mae_s" not in b and "mae_fw" not in a
     # Weights: energy = frames (5, 3), force = 3 * natoms * frames (90, 81), virial only in A.
     w = {"e": np.array([5, 3]), "e_per_atom": np.array([5, 3]), "f": np.array([90, 81])}
     for name, weight in w.items():
@@ -129,17 +132,20 @@ def test_report_lines(model: EnergyModel, two_systems: dict) -> None:
         f"Virial RMSE        : {a['rmse_v']:e} eV",
         f"Virial MAE/Natoms  : {a['mae_v_per_atom']:e} eV",
         f"Virial RMSE/Natoms : {a['rmse_v_per_atom']:e} eV",
+        f"Stress MAE         : {a['mae_s']:e} eV/Å³",
+        f"Stress RMSE        : {a['rmse_s']:e} eV/Å³",
         "# -----------------------------------------------",
     ]
     assert lines[: len(block_a)] == block_a
     block_b = lines[len(block_a): lines.index("# ----------weighted average of errors-----------")]
     assert block_b[1:3] == [f"# testing system : {path_b}", "# number of test data : 3"]
-    assert not any(line.startswith("Virial") for line in block_b)  # system B has no virial labels
+    assert not any(line.startswith(("Virial", "Stress")) for line in block_b)  # B has no virial labels
     tail = lines[len(block_a) + len(block_b):]
     assert tail[:2] == ["# ----------weighted average of errors-----------", "# number of systems : 2"]
     assert tail[2] == f"Energy MAE         : {report.weighted['mae_e']:e} eV"
     assert tail[-1] == "# -----------------------------------------------"
     assert sum(line.startswith("Virial") for line in tail) == 4
+    assert sum(line.startswith("Stress") for line in tail) == 2
 
 
 def test_detail_files(model: EnergyModel, two_systems: dict, tmp_path: Path) -> None:
@@ -162,6 +168,11 @@ def test_detail_files(model: EnergyModel, two_systems: dict, tmp_path: Path) -> 
     np.testing.assert_allclose(np.loadtxt(f"{prefix}.v_peratom.out"), virial / natoms[:, None], rtol=1e-12)
     headers = [line for line in Path(f"{prefix}.e.out").read_text().splitlines() if line.startswith("#")]
     assert headers == [f"# {two_systems['paths'][0]}: data_e pred_e"]  # once, from the first system
+    stress = np.loadtxt(f"{prefix}.s.out", encoding="utf-8")  # system A only: B has no virial labels
+    volume = np.abs(np.linalg.det(a["box"]))[:, None]
+    np.testing.assert_allclose(stress, -np.concatenate([a["virial"], pa["virial"]], 1) / volume, rtol=1e-12)
+    assert Path(f"{prefix}.s.out").read_text(encoding="utf-8").startswith(
+        f"# {two_systems['paths'][0]} (eV/Å³): data_sxx data_sxy data_sxz data_syx")
     f_text = Path(f"{prefix}.f.out").read_text()
     assert f_text.startswith(f"# {two_systems['paths'][0]}: data_fx data_fy data_fz pred_fx pred_fy pred_fz\n")
     assert f_text.count("#") == 1
