@@ -18,15 +18,22 @@ from deeppot.io import save_model
 from deeppot.model import EnergyModel
 
 
-def test_dp_test_on_our_model_matches_run_test(tmp_path):
-    system = system_path("water")
-    model = randomize_model(EnergyModel.from_config(model_section("water", type_one_side=False)), 21)
+def dp_test(name: str, seed: int, tmp_path) -> tuple[EnergyModel, str, str]:
+    """A random model saved as model.dp and `dp --dp test` of it on 2 frames of a shared system (detail files
+    detail.*): the model, the system and DeePMD-kit's log."""
+    system = system_path(name)
+    model = randomize_model(EnergyModel.from_config(model_section(name, type_one_side=False)), seed)
     save_model(model, tmp_path / "model.dp")
     cmd = [sys.executable, "-m", "deepmd", "--dp", "test", "-m", "model.dp", "-s", str(system), "-n", "2",
            "-d", "detail"]
     done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     log = done.stdout + done.stderr
     assert done.returncode == 0, log[-3000:]
+    return model, str(system), log
+
+
+def test_dp_test_on_our_model_matches_run_test(tmp_path):
+    model, system, log = dp_test("water", 21, tmp_path)
     dp_rmse = float(re.search(r"Energy RMSE\s+:\s+(\S+) eV", log).group(1))
     dp_pred = np.loadtxt(tmp_path / "detail.e.out")[:, 1]  # columns: data_e pred_e
 
@@ -43,14 +50,8 @@ def test_dp_test_on_our_model_matches_run_test(tmp_path):
 def test_dp_test_stress_lines_and_file_match(tmp_path):
     """A system with virial labels and a cell: DeePMD-kit 3.2.0 reports the stress and writes .s.out; ours has the
     same lines, header and labels' stress (its NumPy backend gives no virial, so its predicted columns are NaN)."""
-    system = system_path("alloy")
-    model = randomize_model(EnergyModel.from_config(model_section("alloy", type_one_side=False)), 22)
-    save_model(model, tmp_path / "model.dp")
-    cmd = [sys.executable, "-m", "deepmd", "--dp", "test", "-m", "model.dp", "-s", str(system), "-n", "2",
-           "-d", "detail"]
-    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    theirs = [line.split("INFO")[-1].strip() for line in (done.stdout + done.stderr).splitlines() if "INFO" in line]
+    model, system, log = dp_test("alloy", 22, tmp_path)
+    theirs = [line.split("INFO")[-1].strip() for line in log.splitlines() if "INFO" in line]
     ours: list[str] = []
     run_test(model, [str(system)], numb_test=2, detail_file=str(tmp_path / "ours"), log=ours.append)
     labels = lambda lines: [line.split(":")[0].strip() for line in lines if line.startswith(("Virial", "Stress"))]  # noqa: E731
