@@ -247,7 +247,8 @@ def system_metrics(res: SystemResult, atomic: bool = False) -> dict[str, Metric]
     if find["virial"] and res.periodic:  # DeePMD-kit ignores virial labels of non-periodic systems
         groups["v"] = error_stat(pred["virial"], data["virial"])
         groups["v_per_atom"] = error_stat(pred["virial"], data["virial"], 1.0 / res.natoms)
-        groups["s"] = error_stat(stress(pred["virial"], res.volume), stress(data["virial"], res.volume))
+        if res.volume is not None:
+            groups["s"] = error_stat(stress(pred["virial"], res.volume), stress(data["virial"], res.volume))
     if atomic:
         groups["ae"] = error_stat(pred["atom_energy"], data["atom_ener"])
     return {f"{kind}_{name}": stat for name, group in groups.items() for kind, stat in group.items()}
@@ -299,7 +300,7 @@ def write_details(prefix: str | Path, res: SystemResult, append: bool) -> None:
     }
     for suffix, (table, columns) in tables.items():
         _save_table(prefix.with_suffix(suffix), table, f"{res.path}: {columns}", append)
-    if res.find["virial"] and res.periodic:  # DeePMD-kit 3.2 writes the stress where it reports it
+    if res.find["virial"] and res.volume is not None:  # DeePMD-kit 3.2 writes the stress where it reports it
         s_cols = " ".join([f"data_s{c[1:]}" for c in VIRIAL_NAMES] + [f"pred_s{c[1:]}" for c in VIRIAL_NAMES])
         table = np.concatenate([stress(res.data["virial"], res.volume), stress(res.pred["virial"], res.volume)], 1)
         _save_table(prefix.with_suffix(".s.out"), table, f"{res.path} (eV/Å³): {s_cols}", append)
