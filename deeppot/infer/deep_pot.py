@@ -362,8 +362,7 @@ class DeepPot:
         coords (nf, natoms, 3) or (nf, natoms * 3) Å; cells (nf, 9) or (nf, 3, 3) row vectors, or None without
         periodic boundaries; atom_types (natoms,) indices into `get_type_map()`, or (nf, natoms) when mixed_type.
         """
-        _check_extras(fparam, aparam, kwargs, "eval")
-        coord, atype, box = standard_input(coords, cells, atom_types, self.get_ntypes(), mixed_type)
+        coord, atype, box = self._checked_input("eval", coords, cells, atom_types, fparam, aparam, mixed_type, kwargs)
         inputs = torch.from_numpy(coord), torch.from_numpy(atype), None if box is None else torch.from_numpy(box)
         values = None if self.graphed is None else self.graphed(*inputs, atomic)
         if values is None:
@@ -382,11 +381,42 @@ class DeepPot:
 
         Plain PyTorch (the reference path), in batches of whole frames of about DESCRIPTOR_BATCH_ATOMS atoms.
         """
-        _check_extras(fparam, aparam, kwargs, "eval_descriptor")
+        out = self._out_dtype(dtype)
+        checked = self._checked_input("eval_descriptor", coords, cells, atom_types, fparam, aparam, mixed_type, kwargs)
+        return self._descriptors(*checked).astype(out, copy=False)
+
+    def eval_fitting_last_layer(self, coords, cells, atom_types, fparam=None, aparam=None, mixed_type: bool = False,
+                                **kwargs) -> np.ndarray:
+        """Each atom's output of its fitting net's last hidden layer, (nf, natoms, neuron[-1]) float64, as
+        DeePMD-kit's `eval_fitting_last_layer`; inputs as `eval`'s (the reference path, as `eval_descriptor`)."""
+        checked = self._checked_input("eval_fitting_last_layer", coords, cells, atom_types, fparam, aparam,
+                                      mixed_type, kwargs)
+        return self._last_hidden(self._descriptors(*checked), checked[1])
+
+    def eval_embedding(self, coords, cells, atom_types, fparam=None, aparam=None, mixed_type: bool = False,
+                       dtype: str = "fp32", **kwargs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """DeePMD-kit 3.2's `eval_embedding`: the descriptor (nf, natoms, M1*M2), the atomic feature (the last
+        hidden fitting layer, (nf, natoms, neuron[-1])) and the structural feature (its sum over the atoms,
+        (nf, neuron[-1])); dtype "fp32" (the default), "fp64" or "native" (the model's precision)."""
+        out = self._out_dtype(dtype)
+        checked = self._checked_input("eval_embedding", coords, cells, atom_types, fparam, aparam, mixed_type, kwargs)
+        desc = self._descriptors(*checked)
+        hidden = self._last_hidden(desc, checked[1])
+        return desc.astype(out), hidden.astype(out), hidden.sum(axis=1).astype(out)
+
+    def _checked_input(self, name: str, coords, cells, atom_types, fparam, aparam, mixed_type: bool,
+                       kwargs: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """`standard_input`'s arrays, after refusing the parameters an se_e2_a energy model does not take."""
+        _check_extras(fparam, aparam, kwargs, name)
+        return standard_input(coords, cells, atom_types, self.get_ntypes(), mixed_type)
+
+    def _out_dtype(self, dtype: str) -> type:
         if dtype not in ("native", "fp32", "fp64"):
             raise ValueError(f"dtype must be 'native', 'fp32' or 'fp64', got {dtype!r}")
-        out = {"native": self.model.descriptor.dtype, "fp32": torch.float32, "fp64": torch.float64}[dtype]
-        coord, atype, box = standard_input(coords, cells, atom_types, self.get_ntypes(), mixed_type)
+        return {"native": DTYPES[self.model.descriptor.dtype], "fp32": np.float32, "fp64": np.float64}[dtype]
+
+    def _descriptors(self, coord: np.ndarray, atype: np.ndarray, box: np.ndarray | None) -> np.ndarray:
+        """The descriptor of checked frames, float64, in batches of whole frames."""
         per_batch = max(1, DESCRIPTOR_BATCH_ATOMS // atype.shape[1])
         to = functools.partial(torch.as_tensor, device=self.evaluator.device)
         parts = []
@@ -394,34 +424,13 @@ class DeepPot:
             for s in range(0, coord.shape[0], per_batch):
                 part = slice(s, s + per_batch)
                 d = self.model.descriptor_of(to(coord[part]), to(atype[part]), None if box is None else to(box[part]))
-                parts.append(d.to(out).cpu().numpy())
+                parts.append(d.cpu().numpy())
         return np.concatenate(parts)
 
-    def eval_fitting_last_layer(self, coords, cells, atom_types, fparam=None, aparam=None, mixed_type: bool = False,
-                                **kwargs) -> np.ndarray:
-        """Each atom's output of its fitting net's last hidden layer, (nf, natoms, neuron[-1]) float64, as
-        DeePMD-kit's `eval_fitting_last_layer`; inputs as `eval`'s (the reference path, as `eval_descriptor`)."""
-        return self._features(coords, cells, atom_types, fparam, aparam, mixed_type, **kwargs)[1]
-
-    def eval_embedding(self, coords, cells, atom_types, fparam=None, aparam=None, mixed_type: bool = False,
-                       dtype: str = "fp32", **kwargs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """DeePMD-kit 3.2's `eval_embedding`: the descriptor (nf, natoms, M1*M2), the atomic feature (the last
-        hidden fitting layer, (nf, natoms, neuron[-1])) and the structural feature (its sum over the atoms,
-        (nf, neuron[-1])); dtype "fp32" (the default), "fp64" or "native" (the model's precision)."""
-        if dtype not in ("native", "fp32", "fp64"):
-            raise ValueError(f"dtype must be 'native', 'fp32' or 'fp64', got {dtype!r}")
-        desc, hidden = self._features(coords, cells, atom_types, fparam, aparam, mixed_type, **kwargs)
-        out = {"native": DTYPES[self.model.descriptor.dtype], "fp32": np.float32, "fp64": np.float64}[dtype]
-        return desc.astype(out), hidden.astype(out), hidden.sum(axis=1).astype(out)
-
-    def _features(self, coords, cells, atom_types, fparam, aparam, mixed_type: bool,
-                  **kwargs) -> tuple[np.ndarray, np.ndarray]:
-        """The descriptor and the last hidden fitting layer of each atom, float64."""
-        desc = self.eval_descriptor(coords, cells, atom_types, fparam, aparam, mixed_type, dtype="fp64", **kwargs)
-        atype = standard_input(coords, cells, atom_types, self.get_ntypes(), mixed_type)[1]
+    def _last_hidden(self, desc: np.ndarray, atype: np.ndarray) -> np.ndarray:
         to = functools.partial(torch.as_tensor, device=self.evaluator.device)
         with torch.no_grad():
-            return desc, self.model.fitting.last_hidden(to(desc), to(atype)).cpu().numpy()
+            return self.model.fitting.last_hidden(to(desc), to(atype)).cpu().numpy()
 
 
 def _check_extras(fparam, aparam, kwargs: dict, name: str) -> None:
