@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from deeppot.data import load_system
+from deeppot.evaluate.eval_desc import read_frames
 from deeppot.infer import DeepPot
 from deeppot.io.dp_file import atomic_write
 
@@ -63,8 +63,7 @@ def embed(model: str | Path | DeepPot, systems: Sequence[str], output: str | Pat
 
 def _write_group(group, dp: DeepPot, path: str, dtype: str) -> None:
     log.info("evaluating the embeddings of %s", path)
-    system = load_system(path, type_map=dp.get_type_map(), sort_atoms=False)
-    cells = None if system.box is None else system.box.reshape(system.nframes, 9)
+    system, cells = read_frames(dp, path)
     descriptor, atomic, structural = dp.eval_embedding(system.coord, cells, system.atype, dtype=dtype)
     for key, values in (("descriptor", descriptor), ("atomic_feature", atomic), ("structural_feature", structural),
                         ("atom_types", np.tile(system.atype.astype(np.int32), (system.nframes, 1)))):

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from deeppot.data import load_system
+from deeppot.data import System, load_system
 from deeppot.infer import DeepPot
 from deeppot.io.dp_file import atomic_write
 
-__all__ = ["eval_desc", "output_names"]
+__all__ = ["eval_desc", "output_names", "read_frames"]
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,13 @@ def output_names(systems: Sequence[str]) -> list[str]:
     return [f"{name}.npy" for name in names]
 
 
+def read_frames(dp: DeepPot, path: str) -> tuple[System, np.ndarray | None]:
+    """A system in file atom order with the model's type indices, and its cells as `DeepPot`'s queries take them
+    ((nf, 9), or None without periodic boundaries)."""
+    system = load_system(path, type_map=dp.get_type_map(), sort_atoms=False)
+    return system, None if system.box is None else system.box.reshape(system.nframes, 9)
+
+
 def eval_desc(model: str | Path | DeepPot, systems: Sequence[str], output: str | Path = "desc",
               dtype: str = "native", device: str | None = None) -> list[Path]:
     """Write the descriptors of each system to `output`/<name>.npy and return the paths written.
@@ -48,8 +55,7 @@ def eval_desc(model: str | Path | DeepPot, systems: Sequence[str], output: str |
     written = []
     for path, name in zip(systems, names, strict=True):
         log.info("evaluating descriptors of %s", path)
-        system = load_system(path, type_map=dp.get_type_map(), sort_atoms=False)
-        cells = None if system.box is None else system.box.reshape(system.nframes, 9)
+        system, cells = read_frames(dp, path)
         desc = dp.eval_descriptor(system.coord, cells, system.atype, dtype=dtype)
         target = folder / name
         atomic_write(target, lambda tmp, desc=desc: _save_npy(tmp, desc))
