@@ -3,28 +3,16 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import h5py
 import numpy as np
-import pytest
 import torch
-
-sys.path.insert(0, str(Path(__file__).parent))
 from test_dp_test import ATYPE_A, CONFIG, write_system
 
 from deeppot.cli.main import main
 from deeppot.infer import DeepPot
-from deeppot.io import save_model
 from deeppot.model import EnergyModel
-
-
-@pytest.fixture
-def model_file(tmp_path: Path) -> Path:
-    torch.manual_seed(0)
-    save_model(EnergyModel.from_config(CONFIG), tmp_path / "model.dp")
-    return tmp_path / "model.dp"
 
 
 def test_one_group_a_system(model_file: Path, tmp_path: Path, monkeypatch) -> None:

@@ -4,28 +4,17 @@ the command's `-a/--atomic` report equal to `run_test`'s on the same systems."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-import torch
-
-sys.path.insert(0, str(Path(__file__).parent))
 from test_dp_test import ATYPE_A, ATYPE_B, CONFIG, write_system
 
 from deeppot.cli.main import main
 from deeppot.data import DataError
 from deeppot.evaluate import run_test, systems_to_test
-from deeppot.io import save_model
-from deeppot.model import EnergyModel
+from deeppot.io import load_model
 
 LABELS = ("energy", "force", "virial", "atom_ener")
-
-
-@pytest.fixture(scope="module")
-def model() -> EnergyModel:
-    torch.manual_seed(0)
-    return EnergyModel.from_config(CONFIG)
 
 
 def write_input(path: Path, training: dict) -> Path:
@@ -78,9 +67,9 @@ def test_datafile_and_folder_sources(data: Path, tmp_path: Path) -> None:
         systems_to_test(datafile=str(tmp_path / "absent.txt"))
 
 
-def test_command_with_datafile_and_atomic(model, data: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+def test_command_with_datafile_and_atomic(model_file: Path, data: Path, tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
-    save_model(model, tmp_path / "model.dp")
+    model = load_model(model_file)
     (tmp_path / "systems.txt").write_text(f"{data / 'sysA'}\n{data / 'sysB'}\n")
     assert main(["test", "-m", "model.dp", "-f", "systems.txt", "-a", "--device", "cpu"]) == 0
     printed = [line for line in capsys.readouterr().out.splitlines() if not line[:2].isdigit()]  # no log lines
