@@ -16,7 +16,7 @@ log = logging.getLogger("deeppot")
 
 
 def _train(args: argparse.Namespace) -> None:
-    from deeppot.config.input import compat_input, load_input, normalize_input, write_out_json
+    from deeppot.config.input import compat_input, load_input, normalize_input, resolve_data_paths, write_out_json
     from deeppot.train import distributed
     from deeppot.train.trainer import RunOptions, Trainer, pick_device
 
@@ -26,7 +26,7 @@ def _train(args: argparse.Namespace) -> None:
     input_path = Path(args.INPUT)
     raw = load_input(input_path)
     config = normalize_input(raw)
-    _resolve_data_paths(config, input_path.parent)
+    resolve_data_paths(config, input_path.parent)
     ranks, rank_device = distributed.from_env(args.device)  # started by torchrun: join its process group
     distributed.quiet_other_ranks(ranks)
     options = RunOptions(workdir=Path.cwd(), device=rank_device or pick_device(args.device),
@@ -67,26 +67,6 @@ def _model_file(name: str) -> str:
 
 def _path_or_none(path: str | None) -> Path | None:
     return Path(path) if path else None
-
-
-def _resolve_data_paths(config: dict, input_dir: Path) -> None:
-    """Data paths are taken relative to the working directory (as DeePMD-kit does) and, failing that, to the
-    folder of input.json, so `deeppot train examples/water/input.json` works from anywhere."""
-    for key in ("training_data", "validation_data"):
-        section = config["training"].get(key)
-        if not section:
-            continue
-        systems = section["systems"]
-        paths = [systems] if isinstance(systems, str) else list(systems)
-        resolved = [_relative_to_input(p, input_dir) for p in paths]
-        section["systems"] = resolved if isinstance(systems, list) else resolved[0]
-
-
-def _relative_to_input(path: str, input_dir: Path) -> str:
-    """`path` if it exists from here, else the same path under `input_dir` if that exists (for an HDF5 system
-    `file.h5#/group` the file part decides)."""
-    file = path.split("#", 1)[0]
-    return str(input_dir / path) if not Path(file).exists() and (input_dir / file).exists() else path
 
 
 def _freeze(args: argparse.Namespace) -> None:

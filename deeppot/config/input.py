@@ -185,6 +185,26 @@ def load_input(path: str | os.PathLike) -> dict[str, Any]:
     return raw
 
 
+def resolve_data_paths(config: dict[str, Any], input_dir: Path) -> None:
+    """Each data section's systems in place: relative to the working directory (as DeePMD-kit), else to the
+    folder of input.json, so `deeppot train examples/water/input.json` works from anywhere."""
+    for key in ("training_data", "validation_data"):
+        section = config["training"].get(key)
+        if not section:
+            continue
+        systems = section["systems"]
+        paths = [systems] if isinstance(systems, str) else list(systems)
+        resolved = [data_path(p, input_dir) for p in paths]
+        section["systems"] = resolved if isinstance(systems, list) else resolved[0]
+
+
+def data_path(path: str, input_dir: Path) -> str:
+    """`path` if it exists from here, else the same path under `input_dir` if that exists (for an HDF5 system
+    `file.h5#/group` the file part decides)."""
+    file = path.split("#", 1)[0]
+    return str(input_dir / path) if not Path(file).exists() and (input_dir / file).exists() else path
+
+
 def write_out_json(config: Mapping[str, Any], path: str | os.PathLike) -> None:
     """Write `config` as JSON with indent 4 (as `dp train` writes out.json), atomically.
 

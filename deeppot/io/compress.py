@@ -19,17 +19,15 @@ log = logging.getLogger(__name__)
 
 def min_nbor_dist_from_input(model: EnergyModel, input_json: str | Path) -> float:
     """r_min over the training systems of an input.json, for this model's type_map and rcut."""
-    from deeppot.config.input import load_input, normalize_input
+    from deeppot.config.input import load_input, normalize_input, resolve_data_paths
     from deeppot.data import load_systems
     from deeppot.train.neighbor_stat import neighbor_stat
 
     input_json = Path(input_json)
     config = normalize_input(load_input(input_json))
+    resolve_data_paths(config, input_json.parent)  # as `deeppot train` reads them
     systems = config["training"]["training_data"]["systems"]
     paths = [systems] if isinstance(systems, str) else list(systems)
-    # relative to the working directory (as DeePMD-kit), else to the folder of input.json
-    paths = [p if Path(p).exists() or not (input_json.parent / p).exists() else str(input_json.parent / p)
-             for p in paths]
     data = load_systems(paths, type_map=model.type_map)
     _, min_dist = neighbor_stat(data, model.rcut, len(model.type_map))
     if not min_dist > 1e-6:

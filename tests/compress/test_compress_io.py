@@ -148,3 +148,18 @@ def test_min_nbor_dist_from_training_data(tmp_path, monkeypatch):
     assert out.min_nbor_dist.item() == pytest.approx(1.1)
     with h5py.File("out.dp") as f:
         assert json.loads(f.attrs["json"])["model"]["descriptor"]["@version"] == 3
+
+
+def test_min_nbor_dist_from_data_beside_input_json(tmp_path, monkeypatch):
+    """-t reads the training systems as `deeppot train` does: from the working directory, else from the folder of
+    input.json (here only the latter holds them)."""
+    monkeypatch.chdir(tmp_path)
+    coord = np.array([[[0.0, 0.0, 0.0], [1.3, 0.0, 0.0], [0.0, 2.0, 0.0], [2.5, 2.5, 2.5]]])
+    _write_system(tmp_path / "run" / "data" / "sys", coord, [0, 1, 1, 0], np.eye(3)[None] * 6.0)
+    model = _model()
+    save_model(model, "model.dp")
+    (tmp_path / "run" / "input.json").write_text(json.dumps({
+        "model": model.config, "learning_rate": {"start_lr": 1e-3},
+        "training": {"training_data": {"systems": ["data/sys"]}, "numb_steps": 1}}))
+    assert main(["compress", "-i", "model.dp", "-o", "out.dp", "-t", "run/input.json"]) == 0
+    assert load_model("out.dp").min_nbor_dist.item() == pytest.approx(1.3)

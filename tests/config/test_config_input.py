@@ -12,7 +12,14 @@ from typing import Any
 import pytest
 from helpers import minimal_input
 
-from deeppot.config.input import compat_input, load_input, normalize_input, write_out_json
+from deeppot.config.input import (
+    compat_input,
+    data_path,
+    load_input,
+    normalize_input,
+    resolve_data_paths,
+    write_out_json,
+)
 from deeppot.config.schema import ConfigError
 
 BENCH_INPUTS = Path(__file__).resolve().parents[3] / "shared" / "bench" / "inputs"
@@ -230,3 +237,22 @@ def test_write_out_json_failure_leaves_old_file(tmp_path):
     with pytest.raises(TypeError):
         write_out_json({"bad": object()}, path)
     assert path.read_text() == "old" and sorted(os.listdir(tmp_path)) == ["out.json"]
+
+
+def test_data_paths_from_here_else_beside_input_json(tmp_path, monkeypatch):
+    """A system found from the working directory stays; one found only beside input.json is taken from there
+    (for `file.h5#/group` the file decides); one found nowhere is left for the data loader's error."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "here").mkdir()
+    (tmp_path / "run" / "here").mkdir(parents=True)
+    (tmp_path / "run" / "beside").mkdir()
+    (tmp_path / "run" / "data.h5").write_bytes(b"")
+    run = tmp_path / "run"
+    assert data_path("here", run) == "here"
+    assert data_path("beside", run) == str(run / "beside")
+    assert data_path("data.h5#/sys0", run) == str(run / "data.h5#/sys0")
+    assert data_path("nowhere", run) == "nowhere"
+    config = {"training": {"training_data": {"systems": ["here", "beside"]}, "validation_data": {"systems": "beside"}}}
+    resolve_data_paths(config, run)
+    assert config["training"]["training_data"]["systems"] == ["here", str(run / "beside")]
+    assert config["training"]["validation_data"]["systems"] == str(run / "beside")
