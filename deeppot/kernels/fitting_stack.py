@@ -3,9 +3,10 @@
 `fitting_gemm.value_and_input_grad` runs six f16x3 products a net, each a launch that passes the rows' activations
 through DRAM: the first layer (n0 -> d), two d-wide hidden layers, their two input gradients and dE/dD (d -> n0),
 with cuBLAS's output dot and an elementwise kernel for the top gradient between them. The four d-wide products have
-few k steps each and so run far below the tensor cores' rate (run 259). Here the first layer and dE/dD stay
-`fitting_gemm`'s products, and `_stack_kernel` takes a row block from the first layer's output h1 and tanh a1 to the
-energy and gz1 = dE/dh1 (1 - a1^2) idt1 in one launch:
+few k steps each and so run far below the tensor cores' rate (run 259). Here the first layer stays `fitting_gemm`'s
+product, `_stack_kernel` takes a row block from the first layer's output h1 and tanh a1 to the energy and
+gz1 = dE/dh1 (1 - a1^2) idt1 in one launch, and dE/dD = gz1 W1^T is one cuBLAS product of depth 3 d on gz1's
+float16 parts, which the kernel writes (`input_grad`; `fitting_gemm.product_t` where gz1 is not provably small):
 - layers 2 and 3 (a = tanh(h W + b), h' = h + idt a), the output dot (summed in registers over the block's column
   tiles) and the top gradient gz3 = w_out idt3 (1 - a3^2);
 - the gradients g2 = gz3 W3^T + w_out, g1 = gz2 W2^T + g2 and gz1;
@@ -24,7 +25,7 @@ from torch import Tensor
 
 from deeppot.kernels import fitting, fitting_gemm
 from deeppot.kernels.embedding import triton
-from deeppot.kernels.precision import _kept, _split
+from deeppot.kernels.precision import STACKED_LIMIT, _kept, _split, fitting_bounds
 
 ENABLED = True  # False: `fitting_gemm`'s six products (the probes' baseline)
 # (rows, columns, k a step) tile, warps and stages: the best of ten in whole calls (run 261: 0.81 ms for water's two
@@ -32,6 +33,12 @@ ENABLED = True  # False: `fitting_gemm`'s six products (the probes' baseline)
 # runs 261 and 264 (water 0.77-0.78 against 0.80-0.82, copper 0.85-0.87 against 0.88-0.92); 72 KB of shared memory
 STACK_TILE = dict(BM=64, BN=64, BK=32, warps=4, stages=5)
 PROGRAMS_PER_SM = 2  # the programs walk the row blocks (the scratch: 80 KB a program at d = 240)
+# dE/dD = gz1 W1^T on cuBLAS's float16 GEMM with float32 accumulation and output (`torch.addmm(out_dtype=)`): f16x3's
+# three products as one of depth 3 d, [2^11 hi | hi | lo] of gz1 (which `_stack_kernel` writes) times [hi; lo; hi]
+# of W1^T, scaled by 2^-11. Alone on an H100 (run 265): 0.35 ms at water's 65,536 H rows against 0.66 for
+# `fitting_gemm.product_t` (its launch inside the timing; 0.51 without, run 259), 0.18 against 0.42 at the 32,768 O
+# rows. 2^11 hi stays within float16 while |gz1| <= STACKED_LIMIT (`precision.fitting_bounds`); else product_t.
+CUBLAS_INPUT_GRAD = True
 
 if triton is not None:
     import triton.language as tl
@@ -100,8 +107,9 @@ if triton is not None:
 
     @triton.jit
     def _backward(s_ptr, a1_ptr, gz1_ptr, r0, rows, D, w_ptr, idt_ptr, wout_ptr, DP: tl.constexpr,
-                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, STAGES: tl.constexpr):
-        """g2 = gz3 W3^T + w_out and gz2, then g1 = gz2 W2^T + g2 and gz1 = g1 idt1 (1 - a1^2) to gz1_ptr."""
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, STAGES: tl.constexpr, PARTS: tl.constexpr):
+        """g2 = gz3 W3^T + w_out and gz2, then g1 = gz2 W2^T + g2 and gz1 = g1 idt1 (1 - a1^2) to gz1_ptr: float32
+        (rows, D), or with PARTS float16 (rows, 3 D) as [2^11 hi | hi | lo] (`input_grad`'s operand)."""
         slab = BM * DP
         for c0 in range(0, DP, BN):
             u = _product(s_ptr + GZ3 * slab, DP, 0, BM, DP, w_ptr + 6 * DP * DP, w_ptr + 7 * DP * DP, c0, DP, DP,
@@ -118,23 +126,32 @@ if triton is not None:
             s_at, _ = _tile(s_ptr, DP, 0, c0, BM, DP, BM, BN)
             g = u + tl.load(s_at + G2 * slab, cache_modifier=".cg")
             a_at, ok = _tile(a1_ptr, D, r0, c0, rows, D, BM, BN)
-            out_at, _ = _tile(gz1_ptr, D, r0, c0, rows, D, BM, BN)
             a = tl.load(a_at, mask=ok, other=0.0)
-            tl.store(out_at, g * _vec(idt_ptr, c0, BN) * (1.0 - a * a), mask=ok)
+            gz = g * _vec(idt_ptr, c0, BN) * (1.0 - a * a)
+            if PARTS:
+                out_at, _ = _tile(gz1_ptr, 3 * D, r0, c0, rows, D, BM, BN)
+                hi, lo = _f16_parts(gz)
+                tl.store(out_at, (hi.to(tl.float32) * 2048.0).to(tl.float16), mask=ok)
+                tl.store(out_at + D, hi, mask=ok)
+                tl.store(out_at + 2 * D, lo, mask=ok)
+            else:
+                out_at, _ = _tile(gz1_ptr, D, r0, c0, rows, D, BM, BN)
+                tl.store(out_at, gz, mask=ok)
         tl.debug_barrier()  # the scratch is the next block's
 
     @triton.jit
     def _block(r0, s_ptr, h1_ptr, a1_ptr, w_ptr, b_ptr, idt_ptr, wout_ptr, value_ptr, gz1_ptr, rows, D,
-               DP: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, STAGES: tl.constexpr):
+               DP: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, STAGES: tl.constexpr,
+               PARTS: tl.constexpr):
         value = _forward(s_ptr, h1_ptr, r0, rows, D, w_ptr, b_ptr, idt_ptr, wout_ptr, DP, BM, BN, BK, STAGES)
         rm = r0 + tl.arange(0, BM)
         tl.store(value_ptr + rm, value + tl.load(wout_ptr + DP), mask=rm < rows)  # the output's bias after w_out
-        _backward(s_ptr, a1_ptr, gz1_ptr, r0, rows, D, w_ptr, idt_ptr, wout_ptr, DP, BM, BN, BK, STAGES)
+        _backward(s_ptr, a1_ptr, gz1_ptr, r0, rows, D, w_ptr, idt_ptr, wout_ptr, DP, BM, BN, BK, STAGES, PARTS)
 
     @triton.jit
     def _stack_kernel(h1_ptr, a1_ptr, w_ptr, b_ptr, idt_ptr, wout_ptr, scratch_ptr, value_ptr, gz1_ptr,
                       rows, D, programs, DP: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                      STAGES: tl.constexpr, PERSISTENT: tl.constexpr):
+                      STAGES: tl.constexpr, PERSISTENT: tl.constexpr, PARTS: tl.constexpr = False):
         """Row blocks of BM rows: PERSISTENT (GPU only: the interpreter takes no loop from a program id),
         `programs` programs walk them; else one a program. Operands: `_stack_operands`."""
         pid = tl.program_id(0)
@@ -142,10 +159,10 @@ if triton is not None:
         if PERSISTENT:
             for block in tl.range(pid, tl.cdiv(rows, BM), programs):
                 _block(block * BM, s_ptr, h1_ptr, a1_ptr, w_ptr, b_ptr, idt_ptr, wout_ptr, value_ptr, gz1_ptr,
-                       rows, D, DP, BM, BN, BK, STAGES)
+                       rows, D, DP, BM, BN, BK, STAGES, PARTS)
         else:
             _block(pid * BM, s_ptr, h1_ptr, a1_ptr, w_ptr, b_ptr, idt_ptr, wout_ptr, value_ptr, gz1_ptr, rows,
-                   D, DP, BM, BN, BK, STAGES)
+                   D, DP, BM, BN, BK, STAGES, PARTS)
 
 
 def applies(nets, x: Tensor, precision: str) -> bool:
@@ -189,21 +206,46 @@ def _kept_operands(nets, k: int, hidden: list, w_out: Tensor, b_out: Tensor) -> 
     return _kept(params[0], ("stack", k), lambda: _stack_operands(hidden, w_out, b_out), also=tuple(params[1:]))
 
 
-def hidden_stack(h1: Tensor, a1: Tensor, ops: tuple, tile: dict = STACK_TILE,
-                 programs: int | None = None) -> tuple[Tensor, Tensor]:
-    """(value (rows,), gz1 (rows, d)) of the stack above layer 1 from its output h1 and tanh a1;
-    ops: `_stack_operands`; programs: that many walk the row blocks (None: one a block)."""
+def hidden_stack(h1: Tensor, a1: Tensor, ops: tuple, tile: dict = STACK_TILE, programs: int | None = None,
+                 parts: bool = False) -> tuple[Tensor, Tensor]:
+    """(value (rows,), gz1 (rows, d)) of the stack above layer 1 from its output h1 and tanh a1, with `parts` gz1
+    as float16 (rows, 3 d) [2^11 hi | hi | lo]; ops: `_stack_operands`; programs: that many walk the row blocks
+    (None: one a block)."""
     rows, d = h1.shape
     dp = ops[0].shape[-1]
     tile = dict(tile, BN=min(tile["BN"], dp), BK=min(tile["BK"], dp))  # narrow nets (tests): one tile a row
     blocks = triton.cdiv(rows, tile["BM"])
     grid = min(programs, blocks) if programs else blocks
     scratch = h1.new_empty(grid * 5 * tile["BM"] * dp)
-    value, gz1 = h1.new_empty(rows), torch.empty_like(h1)
+    value = h1.new_empty(rows)
+    gz1 = h1.new_empty(rows, 3 * d, dtype=torch.float16) if parts else torch.empty_like(h1)
     _stack_kernel[(grid,)](h1, a1, *ops, scratch, value, gz1, rows, d, grid, DP=dp, BM=tile["BM"],
                            BN=tile["BN"], BK=tile["BK"], STAGES=tile["stages"], PERSISTENT=programs is not None,
-                           num_warps=tile["warps"])
+                           PARTS=parts, num_warps=tile["warps"])
     return value, gz1
+
+
+def _input_grad_weights(nets, net: int, w1: Tensor) -> Tensor | None:
+    """[hi; lo; hi] (3 d, n0) float16 of net's W1^T for `input_grad`, or None where gz1 may exceed STACKED_LIMIT
+    (or CUBLAS_INPUT_GRAD is off); kept until one of the nets' parameters changes."""
+    def make():
+        if fitting_bounds(nets, 0.0)["the fitting gradients"] > STACKED_LIMIT:
+            return None
+        hi, lo = _split(w1[0].detach().float().T.contiguous())
+        return torch.cat([hi, lo, hi])
+
+    if not CUBLAS_INPUT_GRAD:
+        return None
+    _, params = fitting._flat_params(nets)
+    return _kept(params[0], ("stack input grad", net), make, also=tuple(params[1:]))
+
+
+def input_grad(gz_parts: Tensor, w_parts: Tensor) -> Tensor:
+    """gz1 W1^T (rows, n0) float32 from `hidden_stack(parts=True)`'s gz1 and `_input_grad_weights`."""
+    if gz_parts.is_cuda:
+        zero = gz_parts.new_zeros((), dtype=torch.float32)  # beta = 0: not read
+        return torch.addmm(zero, gz_parts, w_parts, beta=0.0, alpha=2.0**-11, out_dtype=torch.float32)
+    return (gz_parts.float() @ w_parts.float()) * 2.0**-11  # the CPU's twin (Triton's interpreter tests)
 
 
 def value_and_input_grad(nets, x: Tensor, k: int | None, precision: str) -> tuple[Tensor, Tensor]:
@@ -218,6 +260,8 @@ def value_and_input_grad(nets, x: Tensor, k: int | None, precision: str) -> tupl
     a1, h1 = fitting_gemm.layer_forward(rows[None], w1, b1, idt1, fitting.NONE, "f16x3")
     ops = _kept_operands(nets, net, hidden, w_out, b_out)
     programs = PROGRAMS_PER_SM * fitting_gemm._multiprocessors(x.device) if x.is_cuda else None
-    value, gz1 = hidden_stack(h1[0], a1[0], ops, programs=programs)
-    value, grad = value[:, None], fitting_gemm.product_t(gz1[None], w1, "f16x3")[0]
+    w_parts = _input_grad_weights(nets, net, w1)
+    value, gz1 = hidden_stack(h1[0], a1[0], ops, programs=programs, parts=w_parts is not None)
+    grad = fitting_gemm.product_t(gz1[None], w1, "f16x3")[0] if w_parts is None else input_grad(gz1, w_parts)
+    value = value[:, None]
     return (value[None], grad[None]) if one_net else (value, grad)

@@ -16,6 +16,7 @@ fitting_stack = pytest.importorskip("deeppot.kernels.fitting_stack")
 if fitting_stack.triton is None:
     pytest.skip("triton is not installed", allow_module_level=True)
 from deeppot.kernels import descriptor, fitting_gemm  # noqa: E402 (after the skip: they need Triton)
+from deeppot.kernels.precision import STACKED_LIMIT, fitting_bounds  # noqa: E402
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 M1, M2 = 16, 4  # the descriptor's width and axis_neuron: D has 64 columns
@@ -65,6 +66,39 @@ def test_value_and_input_grad_equal_float64(resnet_dt, neuron, monkeypatch):
     assert value.shape == want_value.shape and grad.shape == want_grad.shape
     assert_float32_close(value, want_value)
     assert_float32_close(grad, want_grad)
+
+
+@pytest.mark.parametrize("neuron", [(16, 16, 16), (240, 240, 240)])
+def test_input_grad_from_gz1_parts_equals_float64(neuron, monkeypatch):
+    """Where gz1 provably stays within STACKED_LIMIT (trained models' bound is ~1), dE/dD is one product of depth
+    3 d on the float16 parts that the kernel writes ([2^11 hi | hi | lo]; cuBLAS on a GPU, its float32 twin here)."""
+    monkeypatch.setattr(fitting_gemm, "worth_it", lambda x: True)
+    nets = stack_model(neuron=neuron).fitting.nets
+    with torch.no_grad():
+        nets.layers[-1].matrix.mul_(0.05)  # every gradient scales with the output weights: the bound within the limit
+    assert fitting_bounds(nets, 0.0)["the fitting gradients"] <= STACKED_LIMIT
+    x = rows_of_d(150, seed=2)
+    calls = []
+    product = fitting_stack.input_grad
+    monkeypatch.setattr(fitting_stack, "input_grad", lambda *a: calls.append(a[0].dtype) or product(*a))
+    with torch.no_grad():
+        value, grad = fitting_stack.value_and_input_grad(nets, x, 1, "f16x3")
+    assert calls == [torch.float16]
+    want_value, want_grad = reference(nets, x, 1)
+    assert_float32_close(value, want_value)
+    assert_float32_close(grad, want_grad)
+
+
+def test_input_grad_keeps_the_f16x3_product_where_gz1_may_be_large(monkeypatch):
+    """A net whose gradients' bound exceeds STACKED_LIMIT (2^11 hi could leave float16) takes `product_t` on gz1
+    whole."""
+    monkeypatch.setattr(fitting_gemm, "worth_it", lambda x: True)
+    nets = stack_model().fitting.nets
+    assert fitting_bounds(nets, 0.0)["the fitting gradients"] > STACKED_LIMIT
+    monkeypatch.setattr(fitting_stack, "input_grad", lambda *a: pytest.fail("gz1's parts taken"))
+    with torch.no_grad():
+        _, grad = fitting_stack.value_and_input_grad(nets, rows_of_d(40), 0, "f16x3")
+    assert_float32_close(grad, reference(nets, rows_of_d(40), 0)[1])
 
 
 def test_one_net_on_all_rows_equals_float64(monkeypatch):
