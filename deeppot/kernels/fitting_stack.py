@@ -39,6 +39,7 @@ PROGRAMS_PER_SM = 2  # the programs walk the row blocks (the scratch: 80 KB a pr
 # `fitting_gemm.product_t` (its launch inside the timing; 0.51 without, run 259), 0.18 against 0.42 at the 32,768 O
 # rows. 2^11 hi stays within float16 while |gz1| <= STACKED_LIMIT (`precision.fitting_bounds`); else product_t.
 CUBLAS_INPUT_GRAD = True
+ADDMM_OUT_DTYPE = hasattr(torch.ops.aten.addmm, "dtype")  # addmm's float32 output of float16 inputs: PyTorch >= 2.8
 
 if triton is not None:
     import triton.language as tl
@@ -227,14 +228,15 @@ def hidden_stack(h1: Tensor, a1: Tensor, ops: tuple, tile: dict = STACK_TILE, pr
 
 def _input_grad_weights(nets, net: int, w1: Tensor) -> Tensor | None:
     """[hi; lo; hi] (3 d, n0) float16 of net's W1^T for `input_grad`, or None where gz1 may exceed STACKED_LIMIT
-    (or CUBLAS_INPUT_GRAD is off); kept until one of the nets' parameters changes."""
+    (or CUBLAS_INPUT_GRAD is off, or on a GPU torch lacks addmm's out_dtype); kept until one of the nets' parameters
+    changes."""
     def make():
         if fitting_bounds(nets, 0.0)["the fitting gradients"] > STACKED_LIMIT:
             return None
         hi, lo = _split(w1[0].detach().float().T.contiguous())
         return torch.cat([hi, lo, hi])
 
-    if not CUBLAS_INPUT_GRAD:
+    if not CUBLAS_INPUT_GRAD or (w1.is_cuda and not ADDMM_OUT_DTYPE):
         return None
     _, params = fitting._flat_params(nets)
     return _kept(params[0], ("stack input grad", net), make, also=tuple(params[1:]))
