@@ -198,11 +198,13 @@ def resolve_data_paths(config: dict[str, Any], input_dir: Path) -> None:
         section["systems"] = resolved if isinstance(systems, list) else resolved[0]
 
 
-def data_path(path: str, input_dir: Path) -> str:
-    """`path` if it exists from here, else the same path under `input_dir` if that exists (for an HDF5 system
-    `file.h5#/group` the file part decides)."""
+def data_path(path: str, input_dir: Path, input_first: bool = False) -> str:
+    """`path` if it exists from here, else the same path under `input_dir` if that exists; with `input_first` (the
+    rule of DeePMD-kit's `dp test --train-data`) the path under `input_dir` wherever that exists. For an HDF5 system
+    `file.h5#/group` the file part decides."""
     file = path.split("#", 1)[0]
-    return str(input_dir / path) if not Path(file).exists() and (input_dir / file).exists() else path
+    beside = (input_dir / file).exists()
+    return str(input_dir / path) if beside and (input_first or not Path(file).exists()) else path
 
 
 def write_out_json(config: Mapping[str, Any], path: str | os.PathLike) -> None:

@@ -20,7 +20,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from deeppot.config.input import load_input, normalize_input
+from deeppot.config.input import data_path, load_input, normalize_input
 from deeppot.data import DataError, find_systems, load_system, read_datafile
 from deeppot.infer import Evaluator
 from deeppot.model import EnergyModel
@@ -127,13 +127,9 @@ def _systems_of_input(path: Path, section: str) -> list[str]:
     if not data or not data.get("systems"):
         raise DataError(f"{path}: no training.{section}.systems to test on")
     systems = [data["systems"]] if isinstance(data["systems"], str) else list(data["systems"])
-    return find_systems([_from_folder(s, path.parent) for s in systems], data.get("rglob_patterns"))
-
-
-def _from_folder(system: str, folder: Path) -> str:
-    """DeePMD-kit's rule, the path from input.json's folder; where nothing is there, the path as given (from the
-    working directory, where `deeppot train` looks first). For `file.h5#/group` the file decides."""
-    return str(folder / system) if (folder / system.split("#", 1)[0]).exists() else system
+    # DeePMD-kit's rule, the path from input.json's folder; where nothing is there, the path as given (from the
+    # working directory, where `deeppot train` looks first)
+    return find_systems([data_path(s, path.parent, input_first=True) for s in systems], data.get("rglob_patterns"))
 
 
 def run_test(model: EnergyModel, systems: Sequence[str], numb_test: int = 0, detail_file: str | None = None,

@@ -252,6 +252,9 @@ def test_data_paths_from_here_else_beside_input_json(tmp_path, monkeypatch):
     assert data_path("beside", run) == str(run / "beside")
     assert data_path("data.h5#/sys0", run) == str(run / "data.h5#/sys0")
     assert data_path("nowhere", run) == "nowhere"
+    assert data_path("here", run, input_first=True) == str(run / "here")  # `dp test --train-data`'s order
+    assert data_path("beside", run, input_first=True) == str(run / "beside")
+    assert data_path("nowhere", run, input_first=True) == "nowhere"
     config = {"training": {"training_data": {"systems": ["here", "beside"]}, "validation_data": {"systems": "beside"}}}
     resolve_data_paths(config, run)
     assert config["training"]["training_data"]["systems"] == ["here", str(run / "beside")]
