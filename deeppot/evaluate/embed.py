@@ -10,13 +10,12 @@ The file is written whole or not at all (a temporary file renamed into place).
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from deeppot.evaluate.eval_desc import read_frames
+from deeppot.evaluate.eval_desc import read_frames, system_name
 from deeppot.infer import DeepPot
 from deeppot.io.dp_file import atomic_write
 
@@ -32,7 +31,7 @@ def group_names(systems: Sequence[str]) -> list[str]:
     used: set[str] = set()
     names = []
     for system in systems:
-        base = os.path.basename(str(system).rstrip("/")) or "system"
+        base = system_name(system) or "system"
         name, index = base, 1
         while name in used:
             name, index = f"{base}_{index}", index + 1

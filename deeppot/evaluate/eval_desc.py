@@ -18,14 +18,19 @@ from deeppot.data import System, load_system
 from deeppot.infer import DeepPot
 from deeppot.io.dp_file import atomic_write
 
-__all__ = ["eval_desc", "output_names", "read_frames"]
+__all__ = ["eval_desc", "output_names", "read_frames", "system_name"]
 
 log = logging.getLogger(__name__)
 
 
+def system_name(system: str) -> str:
+    """A system's name in what eval-desc and embed write: its folder's (or HDF5 group's) last component."""
+    return os.path.basename(str(system).rstrip("/"))
+
+
 def output_names(systems: Sequence[str]) -> list[str]:
-    """Each system's file name: its folder's (or HDF5 group's) last component, as DeePMD-kit names them."""
-    names = [os.path.basename(str(s).rstrip("/")) for s in systems]
+    """Each system's file name: its `system_name`, as DeePMD-kit names them."""
+    names = [system_name(s) for s in systems]
     seen: dict[str, str] = {}
     for system, name in zip(systems, names, strict=True):
         if name in seen:
