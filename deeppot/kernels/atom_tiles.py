@@ -89,6 +89,12 @@ GRAD_HOIST = False
 # loops, T 3,842 -> 2,813 instructions (88 B spilled -> 0), gradient 4,509 -> 3,335; float64's (2, 8, 4) loops do
 # not shrink (2,924 -> 3,003, 3,508 -> 3,606), so float64 computes its rows in the kernels.
 ROWS = {torch.float32}
+# Whether the f16x3 T kernel runs its last layer and contraction transposed (`_t_chunk_t`): G^T comes out of the
+# last layer's GEMM as the contraction's left operand in registers, where R^T @ G (16 rows, mma.sync) took G's
+# parts through shared memory and ptxas moved the operands register by register. sm_90 SASS of the chunk loop
+# (`benchmarks/kernel_registers.py --sass`): water 1,785 -> 1,594 instructions (MOV 311 -> 73), copper 1,782 ->
+# 1,587, the alloy 1,780 -> 1,591, none spilled. Not yet timed on a GPU (run 266 found none): off until it is.
+TRANSPOSED_T = False
 # Whether the T kernel adds the tail (`reach.add_tail`: what the slots past its tops add) before it stores T, for
 # models without exclude_types, instead of `reach`'s tail kernel after it (it always does where it writes D too,
 # `descriptor.D_IN_T_KERNEL`).
@@ -104,7 +110,7 @@ if embedding.triton is not None:
     import triton.language as tl
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    from deeppot.kernels.activation import _tanh, _tanh_prescaled
+    from deeppot.kernels.activation import _P2LOG2E, _tanh, _tanh_prescaled
     from deeppot.kernels.descriptor_matrix import _descriptor_rows
     from deeppot.kernels.embedding import (
         _chunk_weights,
@@ -113,8 +119,10 @@ if embedding.triton is not None:
         _held_parts,
         _jet_outputs,
         _mm,
+        _mm_t,
+        _row_concat,
     )
-    from deeppot.kernels.env_rows import _chunk_rows, _dense, _store_four
+    from deeppot.kernels.env_rows import _chunk_rows, _dense, _row_at, _store_four
 
     @triton.jit
     def _stacked_jet(x, dx, w, b, KIND: tl.constexpr, PRECISION: tl.constexpr):
@@ -164,6 +172,41 @@ if embedding.triton is not None:
         return acc + _mm(rt, g, PRECISION)
 
     @triton.jit
+    def _dense_t(x, w, b, KIND: tl.constexpr):
+        """`env_rows._dense` (PRESCALED) on x^T (k, rows): its outputs (n, rows), the skip concatenated along rows."""
+        z = _mm_t(w, x, _P2LOG2E) + b[:, None]
+        if KIND == 2:  # the skip added to each half of z: x's layout converted once, not concatenated first
+            k: tl.constexpr = x.shape[0]
+            rows: tl.constexpr = x.shape[1]
+            top, bottom = tl.split(tl.permute(tl.reshape(z, (2, k, rows)), (1, 2, 0)))
+            return _row_concat(_tanh_prescaled(top, x + 1.0), _tanh_prescaled(bottom, x + 1.0))
+        elif KIND == 1:
+            return _tanh_prescaled(z, x + 1.0)
+        else:
+            return _tanh_prescaled(z, 1.0)
+
+    @triton.jit
+    def _t_chunk_t(acc, rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype, slot, live, nnei, nstat, corner,
+                   w1, b1, w2, b2, w3, b3, SKIP2: tl.constexpr, SKIP3: tl.constexpr, PRECISION: tl.constexpr,
+                   ROWS: tl.constexpr):
+        """`_t_chunk` with its last layer and contraction transposed: acc (M1, RT) += G^T @ the block-diagonal R
+        (rows, RT), G^T = W3^T x2^T out of the last layer's GEMM, already the contraction's left operand in
+        registers, where R^T @ G took G's parts through shared memory. (The first two layers transposed too made
+        the loop longer: their skips' and the first GEMM's operand's layouts.)"""
+        if ROWS:  # the block-diagonal R read straight from the rows, in its own layout
+            at = rows_ptr + _row_at(centre * nnei + slot, 4)
+            s = tl.load(at, mask=live, other=0.0)
+            r = tl.load(at[:, None] + 32 * corner, mask=live[:, None] & (corner >= 0) & (corner < 4), other=0.0)
+        else:
+            s, rx, ry, rz = _chunk_rows(rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype, slot, live, nnei, nstat,
+                                        ROWS)
+            r = tl.where(corner == 0, s[:, None], tl.where(corner == 1, rx[:, None], tl.where(
+                corner == 2, ry[:, None], tl.where(corner == 3, rz[:, None], 0.0))))
+        g = _tanh_prescaled(s[:, None] * w1[None, :] + b1[None, :], 1.0)
+        g = _dense_t(tl.trans(_dense(g, w2, b2, SKIP2, PRECISION, True)), w3, b3, SKIP3)
+        return acc + _mm(g, r, PRECISION)
+
+    @triton.jit
     def _tiled_t_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
                         w3_ptr, b3_ptr, rows_ptr, t_ptr, n, nnei, nstat,
                         N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
@@ -172,13 +215,18 @@ if embedding.triton is not None:
                         RT: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, ROWS: tl.constexpr,
                         PRESCALED: tl.constexpr, tail_ptr, first_ptr, tail_rows, desc_ptr, pos_ptr,
                         TAIL: tl.constexpr = False, DESC: tl.constexpr = False, HAS_POS: tl.constexpr = False,
-                        M2: tl.constexpr = 16, MP: tl.constexpr = 128, KP: tl.constexpr = 16):
+                        M2: tl.constexpr = 16, MP: tl.constexpr = 128, KP: tl.constexpr = 16,
+                        TRANSPOSED: tl.constexpr = False):
         HELD: tl.constexpr = isinstance(w2_ptr, tl.tensor_descriptor)  # `HOLD_WEIGHTS`
         first, owner, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
         trow = tl.arange(0, RT)  # the 4 x ATOMS rows of T (RT >= 16 of them, the rest zero padding)
-        corner = trow[:, None] - 4 * owner[None, :]  # component c of row r's atom sits at T row 4 * owner + c
-        acc = (trow[:, None] + col[None, :] * 0).to(rij_ptr.dtype.element_ty) * 0.0
+        if TRANSPOSED:  # T^T (M1, RT) and the chunks' block-diagonal R (rows, RT)
+            corner = trow[None, :] - 4 * owner[:, None]
+            acc = (col[:, None] + trow[None, :] * 0).to(rij_ptr.dtype.element_ty) * 0.0
+        else:
+            corner = trow[:, None] - 4 * owner[None, :]  # component c of row r's atom sits at T row 4 * owner + c
+            acc = (trow[:, None] + col[None, :] * 0).to(rij_ptr.dtype.element_ty) * 0.0
         for tc in range(1 if ONE_SIDE else NTYPES):
             mine = real if ONE_SIDE else real & (ctype == tc)
             if tl.max(mine.to(tl.int32), axis=0) > 0:
@@ -191,9 +239,16 @@ if embedding.triton is not None:
                         if j0 < top:
                             w1, b1, w2, b2, w3, b3 = _chunk_weights(w1_ptr, b1_ptr, held2, b2_ptr, held3, b3_ptr, k,
                                                                     N1, N2, N3, L1, L2, L3, PRECISION, HELD)
-                            acc = _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype,
-                                           start + j0 + lane, mine & (j0 + lane < top), nnei, nstat, corner,
-                                           w1, b1, w2, b2, w3, b3, SKIP2, SKIP3, PRECISION, ROWS, PRESCALED)
+                            if TRANSPOSED:
+                                acc = _t_chunk_t(acc, rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype,
+                                                 start + j0 + lane, mine & (j0 + lane < top), nnei, nstat, corner,
+                                                 w1, b1, w2, b2, w3, b3, SKIP2, SKIP3, PRECISION, ROWS)
+                            else:
+                                acc = _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype,
+                                               start + j0 + lane, mine & (j0 + lane < top), nnei, nstat, corner,
+                                               w1, b1, w2, b2, w3, b3, SKIP2, SKIP3, PRECISION, ROWS, PRESCALED)
+        if TRANSPOSED:
+            acc = tl.trans(acc)
         atom = first + trow // 4
         out = t_ptr + (atom * 4 + trow % 4)[:, None] * N3 + col[None, :]
         ok = ((trow < 4 * ATOMS) & (atom < n))[:, None] & col_ok[None, :]
@@ -323,6 +378,7 @@ def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str
         _held_weights(tensors, meta, _one_box(d, kernel))
     if kernel == "t":  # rows of the T accumulator: 4 an atom, at least 16 (the GEMM's smallest M)
         meta["RT"] = max(16, triton.next_power_of_2(4 * atoms))
+        meta["TRANSPOSED"] = TRANSPOSED_T and meta["PRESCALED"] and meta["PRECISION"] == "f16x3"
     else:
         meta.update(STACK=rij.dtype in STACKED, HOIST=GRAD_HOIST)
     return [*tensors, tensors[0] if rows is None else rows], meta, tops

@@ -144,6 +144,38 @@ if triton is not None:
         return c * (SCALE / 2048.0)
 
     @triton.jit
+    def _row_concat(x, y):
+        """[x; y] along the first axis."""
+        rows: tl.constexpr = x.shape[0]
+        k: tl.constexpr = x.shape[1]
+        return tl.reshape(tl.permute(tl.join(x, y), (2, 0, 1)), (2 * rows, k))
+
+    @triton.jit
+    def _mm_t(w, x, SCALE: tl.constexpr):
+        """(x^T @ W)^T = W^T @ x times SCALE in f16x3, x (k, rows) float32 the right-hand side, from W's float16 parts
+        as `_mm` takes them: one tile [hi; lo] (two GEMMs of twice the depth, as `_mm_stacked`), the tuple (hi, lo),
+        or joined along a last axis."""
+        if _PTX:
+            pair: tl.constexpr = isinstance(w, tl.tuple)
+        else:
+            pair: tl.constexpr = isinstance(w, tuple)
+        if pair:
+            x_hi, x_lo = _f16_parts(x)
+            return _scaled(_mm_parts(tl.trans(w[0]), tl.trans(w[1]), x_hi, x_lo), SCALE)
+        elif len(w.shape) == 2:
+            x_hi = x.to(tl.float16)
+            x_big = x_hi * 2048.0
+            x_lo = (x * 2048.0 - x_big.to(tl.float32)).to(tl.float16)
+            wt = tl.trans(w)
+            c = tl.dot(wt, _row_concat(x_lo, x_hi))
+            c = tl.dot(wt, _row_concat(x_big, tl.zeros_like(x_hi)), c)
+            return c * (SCALE / 2048.0)
+        else:
+            x_hi, x_lo = _f16_parts(x)
+            w_hi, w_lo = tl.split(w)
+            return _scaled(_mm_parts(tl.trans(w_hi), tl.trans(w_lo), x_hi, x_lo), SCALE)
+
+    @triton.jit
     def _mm_sum(a, b, c, d, PRECISION: tl.constexpr):
         """a @ b + c @ d at PRECISION; with "f16x3", the four products of a low part share one accumulator, so the
         sum holds one tile fewer than two `_mm`s."""

@@ -254,6 +254,31 @@ def test_float32_atom_tiles_on_prescaled_biases_equal_plain_ones(monkeypatch, ca
         torch.testing.assert_close(prescaled, plain, rtol=0, atol=1e-6 * scale)
 
 
+@pytest.mark.parametrize("rows", [False, True], ids=["computed", "shared-rows"])
+@pytest.mark.parametrize("case", [3, 5])
+def test_transposed_t_chunks_equal_plain_ones(monkeypatch, case, rows):
+    """The f16x3 T kernel with its last layer and contraction transposed (`TRANSPOSED_T`) gives the T of the plain
+    chunks, the block-diagonal R read from the shared rows or made from the rows computed in the kernel, with
+    same-width and doubling skips (case 3) and water's net (case 5); on a GPU, with the weights held by TMA."""
+    from deeppot.kernels import atom_tiles
+
+    model, rij, _, center_type, neighbor_type = chunk_of(*CASES[case], seed=5)
+    d = model.descriptor
+    monkeypatch.setattr(atom_tiles, "ROWS", {d.dtype} if rows else set())
+    reach = find_reach(d, center_type, neighbor_type)
+    shared = atom_tiles.shared_rows(d, rij, center_type, reach, "f16x3")
+    assert set(shared) == ({"rows"} if rows else set())
+    outputs = []
+    for transposed in (False, True):
+        monkeypatch.setattr(atom_tiles, "TRANSPOSED_T", transposed)
+        assert atom_tiles._tiled_args(d, rij, center_type, "f16x3", "t", reach)[1]["TRANSPOSED"] == transposed
+        outputs.append(atom_tiles.descriptor_t(d, rij, center_type, "f16x3", reach=reach, **shared))
+    scale = outputs[0].abs().max()
+    assert scale > 0
+    torch.testing.assert_close(outputs[1], outputs[0], rtol=0, atol=1e-6 * scale)
+    torch.testing.assert_close(outputs[1], kernels.one_atom_t(d, rij, center_type), **TOL[d.dtype])
+
+
 @pytest.mark.parametrize("case", [2, 3, 4])
 def test_atom_tiles_reading_shared_rows_equal_computing_them(monkeypatch, case):
     """With the slots' environment rows made once (`shared_rows`, for tiles of another shape in each kernel, so that
