@@ -159,17 +159,22 @@ if embedding.triton is not None:
     @triton.jit
     def _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype, slot, live, nnei, nstat, corner,
                  w1, b1, w2, b2, w3, b3, SKIP2: tl.constexpr, SKIP3: tl.constexpr, PRECISION: tl.constexpr,
-                 ROWS: tl.constexpr, PRESCALED: tl.constexpr):
-        """acc (RT, M1) += the block-diagonal R^T of one chunk @ its G."""
-        s, rx, ry, rz = _chunk_rows(rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype, slot, live, nnei, nstat, ROWS)
-        if PRESCALED:  # W1 and b1 too: T needs no tangent
-            g = _tanh_prescaled(s[:, None] * w1[None, :] + b1[None, :], 1.0)
+                 ROWS: tl.constexpr, PRESCALED: tl.constexpr, TRANSPOSED: tl.constexpr):
+        """acc (RT, M1) += the block-diagonal R^T of one chunk @ its G; TRANSPOSED: `_t_chunk_t`'s acc^T."""
+        if TRANSPOSED:
+            return _t_chunk_t(acc, rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype, slot, live, nnei, nstat,
+                              corner, w1, b1, w2, b2, w3, b3, SKIP2, SKIP3, PRECISION, ROWS)
         else:
-            g = _tanh(s[:, None] * w1[None, :] + b1[None, :])
-        g = _dense(_dense(g, w2, b2, SKIP2, PRECISION, PRESCALED), w3, b3, SKIP3, PRECISION, PRESCALED)
-        rt = tl.where(corner == 0, s[None, :], tl.where(corner == 1, rx[None, :], tl.where(
-            corner == 2, ry[None, :], tl.where(corner == 3, rz[None, :], 0.0))))
-        return acc + _mm(rt, g, PRECISION)
+            s, rx, ry, rz = _chunk_rows(rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype, slot, live, nnei, nstat,
+                                        ROWS)
+            if PRESCALED:  # W1 and b1 too: T needs no tangent
+                g = _tanh_prescaled(s[:, None] * w1[None, :] + b1[None, :], 1.0)
+            else:
+                g = _tanh(s[:, None] * w1[None, :] + b1[None, :])
+            g = _dense(_dense(g, w2, b2, SKIP2, PRECISION, PRESCALED), w3, b3, SKIP3, PRECISION, PRESCALED)
+            rt = tl.where(corner == 0, s[None, :], tl.where(corner == 1, rx[None, :], tl.where(
+                corner == 2, ry[None, :], tl.where(corner == 3, rz[None, :], 0.0))))
+            return acc + _mm(rt, g, PRECISION)
 
     @triton.jit
     def _dense_t(x, w, b, KIND: tl.constexpr):
@@ -207,6 +212,15 @@ if embedding.triton is not None:
         return acc + _mm(g, r, PRECISION)
 
     @triton.jit
+    def _t_start(trow, owner, col, dtype: tl.constexpr, TRANSPOSED: tl.constexpr):
+        """Where each chunk row's R goes in the block-diagonal R^T (RT, rows) or, TRANSPOSED, R (rows, RT): component
+        c of row r at T row 4 * owner(r) + c; and T's zero accumulator, (RT, M1) or (M1, RT)."""
+        if TRANSPOSED:
+            return trow[None, :] - 4 * owner[:, None], (col[:, None] + trow[None, :] * 0).to(dtype) * 0.0
+        else:
+            return trow[:, None] - 4 * owner[None, :], (trow[:, None] + col[None, :] * 0).to(dtype) * 0.0
+
+    @triton.jit
     def _tiled_t_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
                         w3_ptr, b3_ptr, rows_ptr, t_ptr, n, nnei, nstat,
                         N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
@@ -221,12 +235,7 @@ if embedding.triton is not None:
         first, owner, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
         trow = tl.arange(0, RT)  # the 4 x ATOMS rows of T (RT >= 16 of them, the rest zero padding)
-        if TRANSPOSED:  # T^T (M1, RT) and the chunks' block-diagonal R (rows, RT)
-            corner = trow[None, :] - 4 * owner[:, None]
-            acc = (col[:, None] + trow[None, :] * 0).to(rij_ptr.dtype.element_ty) * 0.0
-        else:
-            corner = trow[:, None] - 4 * owner[None, :]  # component c of row r's atom sits at T row 4 * owner + c
-            acc = (trow[:, None] + col[None, :] * 0).to(rij_ptr.dtype.element_ty) * 0.0
+        corner, acc = _t_start(trow, owner, col, rij_ptr.dtype.element_ty, TRANSPOSED)
         for tc in range(1 if ONE_SIDE else NTYPES):
             mine = real if ONE_SIDE else real & (ctype == tc)
             if tl.max(mine.to(tl.int32), axis=0) > 0:
@@ -239,14 +248,10 @@ if embedding.triton is not None:
                         if j0 < top:
                             w1, b1, w2, b2, w3, b3 = _chunk_weights(w1_ptr, b1_ptr, held2, b2_ptr, held3, b3_ptr, k,
                                                                     N1, N2, N3, L1, L2, L3, PRECISION, HELD)
-                            if TRANSPOSED:
-                                acc = _t_chunk_t(acc, rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype,
-                                                 start + j0 + lane, mine & (j0 + lane < top), nnei, nstat, corner,
-                                                 w1, b1, w2, b2, w3, b3, SKIP2, SKIP3, PRECISION, ROWS)
-                            else:
-                                acc = _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype,
-                                               start + j0 + lane, mine & (j0 + lane < top), nnei, nstat, corner,
-                                               w1, b1, w2, b2, w3, b3, SKIP2, SKIP3, PRECISION, ROWS, PRESCALED)
+                            acc = _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype,
+                                           start + j0 + lane, mine & (j0 + lane < top), nnei, nstat, corner,
+                                           w1, b1, w2, b2, w3, b3, SKIP2, SKIP3, PRECISION, ROWS, PRESCALED,
+                                           TRANSPOSED)
         if TRANSPOSED:
             acc = tl.trans(acc)
         atom = first + trow // 4
