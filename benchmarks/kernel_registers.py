@@ -59,39 +59,17 @@ def ptxas_report(kernel, neuron: list[int], sel: list[int], precision: str, skip
     return compiled_report(training_source(kernel, neuron, sel, precision, skip, block, products), warps)
 
 
-def compiled_report(source: ASTSource, warps: int, sass: bool = False) -> str:
-    """Registers and spills of the kernel compiled for sm_90; with sass, also the instructions of its longest
-    innermost loop (an atom-tile kernel's chunk loop) in the SASS that ptxas makes."""
+def compiled_report(source: ASTSource, warps: int) -> str:
     compiled = triton.compile(source, target=TARGET, options={"num_warps": warps})
-    tools = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
-    with tempfile.TemporaryDirectory() as tmp:
-        ptx, cubin = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
-        with open(ptx, "w") as f:
-            f.write(compiled.asm["ptx"])
-        out = subprocess.run([os.path.join(tools, "ptxas"), "-v", "--gpu-name=sm_90a", ptx, "-o", cubin],
+    ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx") as ptx:
+        ptx.write(compiled.asm["ptx"])
+        ptx.flush()
+        out = subprocess.run([ptxas, "-v", "--gpu-name=sm_90a", ptx.name, "-o", os.devnull],
                              capture_output=True, text=True, check=True).stderr
-        listing = subprocess.run([os.path.join(tools, "nvdisasm"), "-c", cubin], capture_output=True, text=True,
-                                 check=True).stdout if sass else ""
     registers = re.search(r"Used (\d+) registers", out).group(1)
     spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", out).groups()
-    report = f"{registers} registers, spills {spills[0]} B stored / {spills[1]} B loaded"
-    return report + (f", innermost loop {innermost_loop(listing)} instructions" if sass else "")
-
-
-def innermost_loop(listing: str) -> int:
-    """Instructions of the longest loop that holds no other loop, from nvdisasm's listing (a loop: a branch back
-    to a label)."""
-    labels, branches, count = {}, [], 0
-    for line in listing.splitlines():
-        if label := re.match(r"\s*(\.L_x_\d+):", line):
-            labels[label.group(1)] = count
-        elif instruction := re.match(r"\s*/\*[0-9a-f]+\*/\s+(.*?);", line):
-            target = re.search(r"BRA.*?(\.L_x_\d+)", instruction.group(1))
-            if target and labels.get(target.group(1), count + 1) <= count:
-                branches.append((labels[target.group(1)], count))
-            count += 1
-    inner = [(a, b) for a, b in branches if not any(a <= c and d <= b and (c, d) != (a, b) for c, d in branches)]
-    return max((b - a + 1 for a, b in inner), default=0)
+    return f"{registers} registers, spills {spills[0]} B stored / {spills[1]} B loaded"
 
 
 TYPES = {torch.float32: "*fp32", torch.float64: "*fp64", torch.float16: "*fp16", torch.int32: "*i32",
@@ -157,11 +135,9 @@ def _epilogue(model, kernel: str, t_mat: torch.Tensor, meta: dict) -> dict:
 
 
 def atom_tile_report(kernel: str, precision: str, tile: tuple[int, int, int], neuron: list[int], sel: list[int],
-                     products: str = "tf32x3", rows: bool = False, sass: bool = False) -> str:
-    """Registers and spills of `atom_tile_source`'s kernel; with sass, also its chunk loop's instructions, compiled
-    as launched (16-byte aligned pointers)."""
-    source, warps = atom_tile_source(kernel, precision, tile, neuron, sel, products, rows, aligned=sass)
-    return compiled_report(source, warps, sass)
+                     products: str = "tf32x3", rows: bool = False) -> str:
+    """Registers and spills of `atom_tile_source`'s kernel."""
+    return compiled_report(*atom_tile_source(kernel, precision, tile, neuron, sel, products, rows))
 
 
 def persistent_source(k: int = 1600) -> tuple[ASTSource, dict]:
@@ -205,13 +181,12 @@ def main() -> None:
     parser.add_argument("--products", default="tf32x3", choices=["tf32x3", "f16x3"],
                         help="the kernels' float32 products (deeppot/kernels/precision.py)")
     parser.add_argument("--rows", action="store_true", help="the atom-tile kernels reading precomputed rows")
-    parser.add_argument("--sass", action="store_true", help="the atom-tile kernels' chunk loop instructions too")
     args = parser.parse_args()
     for tile in args.atom_tiles or ():
         for kernel in ("t", "grad"):
             for precision in args.precisions:
                 report = atom_tile_report(kernel, precision, tuple(map(int, tile.split(","))), args.neuron, args.sel,
-                                          args.products, args.rows, args.sass)
+                                          args.products, args.rows)
                 print(f"atom tile {tile} {kernel} {precision}: {report}", flush=True)
     for tile in args.tile if not args.atom_tiles else ():
         block, warps = map(int, tile.split("x"))

@@ -92,7 +92,7 @@ ROWS = {torch.float32}
 # Whether the f16x3 T kernel runs its last layer and contraction transposed (`_t_chunk_t`): G^T comes out of the
 # last layer's GEMM as the contraction's left operand in registers, where R^T @ G (16 rows, mma.sync) took G's
 # parts through shared memory and ptxas moved the operands register by register. sm_90 SASS of the chunk loop
-# (`benchmarks/kernel_registers.py --sass`): water 1,785 -> 1,594 instructions (MOV 311 -> 73), copper 1,782 ->
+# (`benchmarks/kernel_sass.py --atom-tiles`): water 1,785 -> 1,594 instructions (MOV 311 -> 73), copper 1,782 ->
 # 1,587, the alloy 1,780 -> 1,591, none spilled. Not yet timed on a GPU (run 266 found none): off until it is.
 TRANSPOSED_T = False
 # Whether the T kernel adds the tail (`reach.add_tail`: what the slots past its tops add) before it stores T, for

@@ -88,23 +88,3 @@ def test_training_embedding_kernels_compile(compiled, kernel, precision, product
 @pytest.mark.parametrize(("kernel", "precision", "products"), ATOM_TILES)
 def test_inference_atom_tile_kernels_compile(compiled, kernel, precision, products):
     assert compiled[f"atom_tiles {kernel} {precision} {products}"] == "compiled"
-
-
-def test_the_innermost_loop_is_counted_from_the_listing():
-    """`kernel_registers.innermost_loop` reads nvdisasm's listing: of two loops nested in a third, the longer one's
-    instructions (a branch back to its label closes it; branches forward open nothing)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from kernel_registers import innermost_loop
-
-    code = ["MOV R0, RZ", ".L_x_0:", "IADD3 R1, R1, 1", ".L_x_1:", "FADD R2, R2, R3", "FFMA R2, R2, R3, R4",
-            "@P0 BRA `(.L_x_1)", ".L_x_2:", "MUFU.EX2 R5, R5", "@P1 BRA `(.L_x_2)", "@P2 BRA `(.L_x_3)",
-            "@P3 BRA `(.L_x_0)", ".L_x_3:", "EXIT"]
-    lines, address = [], 0
-    for item in code:
-        if item.startswith(".L"):
-            lines.append(f"{item}")
-        else:
-            lines.append(f"        /*{address:04x}*/                   {item} ;")
-            address += 16
-    assert innermost_loop("\n".join(lines)) == 3  # FADD, FFMA and the branch back
-    assert innermost_loop("") == 0
