@@ -254,17 +254,21 @@ def test_float32_atom_tiles_on_prescaled_biases_equal_plain_ones(monkeypatch, ca
         torch.testing.assert_close(prescaled, plain, rtol=0, atol=1e-6 * scale)
 
 
-@pytest.mark.parametrize("rows", [False, True], ids=["computed", "shared-rows"])
-@pytest.mark.parametrize("case", [3, 5])
-def test_transposed_t_chunks_equal_plain_ones(monkeypatch, case, rows):
+@pytest.mark.parametrize(("case", "rows", "weights"), [(3, False, "one tile"), (3, True, "one tile"),
+                                                       (5, False, "one tile"), (5, True, "one tile"),
+                                                       (5, True, "two tiles"), (5, True, "loaded")])
+def test_transposed_t_chunks_equal_plain_ones(monkeypatch, case, rows, weights):
     """The f16x3 T kernel with its last layer and contraction transposed (`TRANSPOSED_T`) gives the T of the plain
     chunks, the block-diagonal R read from the shared rows or made from the rows computed in the kernel, with
-    same-width and doubling skips (case 3) and water's net (case 5); on a GPU, with the weights held by TMA."""
+    same-width and doubling skips (case 3) and water's net (case 5); W3's parts held by TMA in one tile (`ONE_BOX`)
+    or two, or loaded every chunk (`HOLD_WEIGHTS` off): each a branch of `embedding._mm_t`."""
     from deeppot.kernels import atom_tiles
 
     model, rij, _, center_type, neighbor_type = chunk_of(*CASES[case], seed=5)
     d = model.descriptor
     monkeypatch.setattr(atom_tiles, "ROWS", {d.dtype} if rows else set())
+    monkeypatch.setattr(atom_tiles, "ONE_BOX", {} if weights == "two tiles" else atom_tiles.ONE_BOX)
+    monkeypatch.setattr(atom_tiles, "HOLD_WEIGHTS", weights != "loaded")
     reach = find_reach(d, center_type, neighbor_type)
     shared = atom_tiles.shared_rows(d, rij, center_type, reach, "f16x3")
     assert set(shared) == ({"rows"} if rows else set())
