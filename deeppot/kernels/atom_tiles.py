@@ -172,9 +172,15 @@ if embedding.triton is not None:
             else:
                 g = _tanh(s[:, None] * w1[None, :] + b1[None, :])
             g = _dense(_dense(g, w2, b2, SKIP2, PRECISION, PRESCALED), w3, b3, SKIP3, PRECISION, PRESCALED)
-            rt = tl.where(corner == 0, s[None, :], tl.where(corner == 1, rx[None, :], tl.where(
-                corner == 2, ry[None, :], tl.where(corner == 3, rz[None, :], 0.0))))
+            rt = _block_diagonal(corner, s[None, :], rx[None, :], ry[None, :], rz[None, :])
             return acc + _mm(rt, g, PRECISION)
+
+    @triton.jit
+    def _block_diagonal(corner, s, rx, ry, rz):
+        """The chunk's block-diagonal R^T or R: (s, rx, ry, rz) of each row (broadcast along T's rows) at corner 0-3,
+        zero elsewhere."""
+        return tl.where(corner == 0, s, tl.where(corner == 1, rx, tl.where(corner == 2, ry, tl.where(
+            corner == 3, rz, 0.0))))
 
     @triton.jit
     def _dense_t(x, w, b, KIND: tl.constexpr):
@@ -184,7 +190,8 @@ if embedding.triton is not None:
             k: tl.constexpr = x.shape[0]
             rows: tl.constexpr = x.shape[1]
             top, bottom = tl.split(tl.permute(tl.reshape(z, (2, k, rows)), (1, 2, 0)))
-            return _row_concat(_tanh_prescaled(top, x + 1.0), _tanh_prescaled(bottom, x + 1.0))
+            one_plus = x + 1.0
+            return _row_concat(_tanh_prescaled(top, one_plus), _tanh_prescaled(bottom, one_plus))
         elif KIND == 1:
             return _tanh_prescaled(z, x + 1.0)
         else:
@@ -205,8 +212,7 @@ if embedding.triton is not None:
         else:
             s, rx, ry, rz = _chunk_rows(rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype, slot, live, nnei, nstat,
                                         ROWS)
-            r = tl.where(corner == 0, s[:, None], tl.where(corner == 1, rx[:, None], tl.where(
-                corner == 2, ry[:, None], tl.where(corner == 3, rz[:, None], 0.0))))
+            r = _block_diagonal(corner, s[:, None], rx[:, None], ry[:, None], rz[:, None])
         g = _tanh_prescaled(s[:, None] * w1[None, :] + b1[None, :], 1.0)
         g = _dense_t(tl.trans(_dense(g, w2, b2, SKIP2, PRECISION, True)), w3, b3, SKIP3)
         return acc + _mm(g, r, PRECISION)

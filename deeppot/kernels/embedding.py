@@ -131,14 +131,20 @@ if triton is not None:
         return tl.reshape(tl.permute(tl.join(x, y), (0, 2, 1)), (rows, 2 * k))
 
     @triton.jit
+    def _stacked_parts(a):
+        """a's float16 parts for the stacked GEMMs: hi, 2^11 hi and lo, the low part from 2^11 hi by one multiply-add
+        (2^11 hi is exact and finite for |a| up to `precision.STACKED_LIMIT`)."""
+        a_hi = a.to(tl.float16)
+        a_big = a_hi * 2048.0
+        return a_hi, a_big, (a * 2048.0 - a_big.to(tl.float32)).to(tl.float16)
+
+    @triton.jit
     def _mm_stacked(a, b, SCALE: tl.constexpr):
         """a @ W times SCALE in f16x3 from W's parts stacked along k in one shared-memory tile b = [hi; lo]: two
         GEMMs of twice the depth, [a_lo | a_hi] @ b and [2^11 a_hi | 0] @ b, into one accumulator, where three of
         single depth wait for each other, with a rescale between. 2^11 a_hi is exact and finite for |a| up to
         `precision.STACKED_LIMIT`, so a's low part comes from it by one multiply-add."""
-        a_hi = a.to(tl.float16)
-        a_big = a_hi * 2048.0
-        a_lo = (a * 2048.0 - a_big.to(tl.float32)).to(tl.float16)
+        a_hi, a_big, a_lo = _stacked_parts(a)
         c = tl.dot(_k_concat(a_lo, a_hi), b)
         c = tl.dot(_k_concat(a_big, tl.zeros_like(a_hi)), b, c)
         return c * (SCALE / 2048.0)
@@ -159,20 +165,18 @@ if triton is not None:
             pair: tl.constexpr = isinstance(w, tl.tuple)
         else:
             pair: tl.constexpr = isinstance(w, tuple)
-        if pair:
-            x_hi, x_lo = _f16_parts(x)
-            return _scaled(_mm_parts(tl.trans(w[0]), tl.trans(w[1]), x_hi, x_lo), SCALE)
-        elif len(w.shape) == 2:
-            x_hi = x.to(tl.float16)
-            x_big = x_hi * 2048.0
-            x_lo = (x * 2048.0 - x_big.to(tl.float32)).to(tl.float16)
+        if not pair and len(w.shape) == 2:
+            x_hi, x_big, x_lo = _stacked_parts(x)
             wt = tl.trans(w)
             c = tl.dot(wt, _row_concat(x_lo, x_hi))
             c = tl.dot(wt, _row_concat(x_big, tl.zeros_like(x_hi)), c)
             return c * (SCALE / 2048.0)
         else:
+            if pair:
+                w_hi, w_lo = w[0], w[1]
+            else:
+                w_hi, w_lo = tl.split(w)
             x_hi, x_lo = _f16_parts(x)
-            w_hi, w_lo = tl.split(w)
             return _scaled(_mm_parts(tl.trans(w_hi), tl.trans(w_lo), x_hi, x_lo), SCALE)
 
     @triton.jit
