@@ -39,7 +39,7 @@ from torch import Tensor
 
 from deeppot.kernels import fitting
 from deeppot.kernels.embedding import triton, triton_available
-from deeppot.kernels.precision import has_tma, hopper_or_newer, weight_parts
+from deeppot.kernels.precision import has_tma, hopper_or_newer, multiprocessors, weight_parts
 from deeppot.model import analytic
 
 NONE_EPILOGUE, LAYER, GRAD, GRAD_BAR = 0, 1, 2, 3
@@ -332,7 +332,7 @@ def _splits(programs: int, k: int, tile: dict, device: torch.device, min_steps: 
     steps = triton.cdiv(k, tile["BK"])
     if min_steps is None or steps < min_steps:
         return 1, steps
-    sms = _multiprocessors(device) if device.type == "cuda" else SPLIT_K["interpreter_sms"]
+    sms = multiprocessors(device) if device.type == "cuda" else SPLIT_K["interpreter_sms"]
     per_part = triton.cdiv(steps, max(1, min(steps, int(SPLIT_K["fill"] * sms) // programs)))
     return triton.cdiv(steps, per_part), per_part  # no part left without a k step
 
@@ -375,15 +375,10 @@ def _launch_persistent(x: Tensor, w_hi: Tensor, w_lo: Tensor, given: tuple, sour
     descs = (TensorDescriptor.from_tensor(x2, blocks[0]),
              *(TensorDescriptor.from_tensor(p.reshape(-1, m), blocks[1]) for p in (w_hi, w_lo)))
     tiles = triton.cdiv(rows, tile["BM"]) * triton.cdiv(m, tile["BN"])
-    programs = min(tiles, PERSISTENT["waves"] * _multiprocessors(x.device)) if x.is_cuda else tiles
+    programs = min(tiles, PERSISTENT["waves"] * multiprocessors(x.device)) if x.is_cuda else tiles
     _persistent_kernel[(programs, nets)](*descs, *given, rows, m, rows if x.shape[0] > 1 else 0, *source, programs,
                                          K=k, **tail,
                                          num_warps=tile["num_warps"], num_stages=tile["num_stages"])
-
-
-@functools.cache
-def _multiprocessors(device: torch.device) -> int:
-    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 def _out_shape(x: Tensor, w: Tensor, m: int) -> tuple[int, int, int]:

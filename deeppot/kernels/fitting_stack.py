@@ -25,7 +25,7 @@ from torch import Tensor
 
 from deeppot.kernels import fitting, fitting_gemm
 from deeppot.kernels.embedding import triton
-from deeppot.kernels.precision import STACKED_LIMIT, _kept, _split, fitting_bounds
+from deeppot.kernels.precision import STACKED_LIMIT, _kept, _split, fitting_bounds, multiprocessors
 
 ENABLED = True  # False: `fitting_gemm`'s six products (the probes' baseline)
 # (rows, columns, k a step) tile, warps and stages: the best of ten in whole calls (run 261: 0.81 ms for water's two
@@ -261,7 +261,7 @@ def value_and_input_grad(nets, x: Tensor, k: int | None, precision: str) -> tupl
     w1, b1, idt1 = hidden[0]
     a1, h1 = fitting_gemm.layer_forward(rows[None], w1, b1, idt1, fitting.NONE, "f16x3")
     ops = _kept_operands(nets, net, hidden, w_out, b_out)
-    programs = PROGRAMS_PER_SM * fitting_gemm._multiprocessors(x.device) if x.is_cuda else None
+    programs = PROGRAMS_PER_SM * multiprocessors(x.device) if x.is_cuda else None
     w_parts = _input_grad_weights(nets, net, w1)
     value, gz1 = hidden_stack(h1[0], a1[0], ops, programs=programs, parts=w_parts is not None)
     grad = fitting_gemm.product_t(gz1[None], w1, "f16x3")[0] if w_parts is None else input_grad(gz1, w_parts)

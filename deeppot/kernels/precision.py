@@ -56,6 +56,12 @@ def hopper_or_newer(index: int) -> bool:
     return torch.cuda.get_device_capability(index) >= (9, 0)
 
 
+@functools.cache
+def multiprocessors(device: torch.device) -> int:
+    """The GPU's streaming multiprocessors, for persistent kernels' grids."""
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
 def has_tma(device: torch.device) -> bool:
     """Whether kernels on `device` can read by TMA: sm_90 and newer; Triton's interpreter on a CPU runs it too."""
     return device.type != "cuda" or hopper_or_newer(device.index)

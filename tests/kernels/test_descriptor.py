@@ -283,6 +283,64 @@ def test_transposed_t_chunks_equal_plain_ones(monkeypatch, case, rows, weights):
     torch.testing.assert_close(outputs[1], kernels.one_atom_t(d, rij, center_type), **TOL[d.dtype])
 
 
+@pytest.mark.parametrize("case", [3, 5])
+def test_rows_read_a_chunk_ahead_equal_rows_read_in_the_chunk(monkeypatch, case):
+    """With `READ_AHEAD`, the transposed T kernel and the gradient kernel load each chunk's shared rows one chunk
+    before they use them (`_read_ahead`): T and dE/dr_ij are those of the chunks reading their own rows, over
+    blocks of several chunks each, and equal the one-atom kernels'."""
+    from deeppot.kernels import atom_tiles
+
+    model, rij, _, center_type, neighbor_type = chunk_of(*CASES[case], seed=5)
+    d = model.descriptor
+    monkeypatch.setattr(atom_tiles, "ROWS", {d.dtype})
+    monkeypatch.setattr(atom_tiles, "TRANSPOSED_T", True)
+    monkeypatch.setattr(atom_tiles, "F16X3_TILES", {"t": (4, 4, 4), "grad": (4, 4, 4)})  # chunks of four slots
+    t_bar = torch.randn(len(center_type), 4, d.neuron[-1], generator=torch.Generator().manual_seed(2)).to(DEVICE)
+    reach = find_reach(d, center_type, neighbor_type)
+    outputs = []
+    for ahead in (frozenset(), frozenset({"t", "grad"})):
+        monkeypatch.setattr(atom_tiles, "READ_AHEAD", ahead)
+        metas = [atom_tiles._tiled_args(d, rij, center_type, "f16x3", kernel, reach, rij)[1]
+                 for kernel in ("t", "grad")]
+        assert [meta["AHEAD"] for meta in metas] == ([1, 2] if ahead else [0, 0])
+        tops = atom_tiles._tiled_args(d, rij, center_type, "f16x3", "grad", reach)[2]
+        assert tops.max() > 2 * metas[1]["SLOTS"]  # blocks of three chunks or more
+        shared = atom_tiles.shared_rows(d, rij, center_type, reach, "f16x3")
+        t_mat = atom_tiles.descriptor_t(d, rij, center_type, "f16x3", reach=reach, **shared)
+        outputs.append((t_mat, atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, "f16x3", reach=reach,
+                                                               **shared)))
+    references = (kernels.one_atom_t(d, rij, center_type), kernels.one_atom_pair_grad(d, rij, center_type, t_bar))
+    for plain, ahead, reference in zip(*outputs, references, strict=True):
+        scale = reference.abs().max()
+        torch.testing.assert_close(ahead, plain, rtol=0, atol=1e-6 * scale)
+        torch.testing.assert_close(ahead / scale, reference / scale, **TOL[d.dtype])
+
+
+@pytest.mark.parametrize(("case", "rows"), [(3, True), (5, True), (5, False)])
+def test_gradient_walking_its_tiles_net_by_net_equals_a_program_a_tile(monkeypatch, case, rows):
+    """`GRAD_PER_NET`: fewer programs than tiles, each walking its tiles (two rounds here, the last ragged) net by
+    net, give the dE/dr_ij of a program a tile, for two-sided nets of three types (case 3) and water's."""
+    from deeppot.kernels import atom_tiles
+
+    model, rij, _, center_type, neighbor_type = chunk_of(*CASES[case], seed=5)
+    d = model.descriptor
+    monkeypatch.setattr(atom_tiles, "ROWS", {d.dtype} if rows else set())
+    t_bar = torch.randn(len(center_type), 4, d.neuron[-1], generator=torch.Generator().manual_seed(2)).to(DEVICE)
+    reach = find_reach(d, center_type, neighbor_type)
+    tiles = len(atom_tiles._tiled_args(d, rij, center_type, "f16x3", "grad", reach)[2])
+    assert 4 < tiles < 8 or DEVICE.type == "cuda"  # the interpreter's four programs: a ragged second round
+    outputs = []
+    for per_net in (0, 2):
+        monkeypatch.setattr(atom_tiles, "GRAD_PER_NET", per_net)
+        assert atom_tiles._tiled_args(d, rij, center_type, "f16x3", "grad", reach)[1]["PER_NET"] == bool(per_net)
+        shared = atom_tiles.shared_rows(d, rij, center_type, reach, "f16x3")
+        outputs.append(atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, "f16x3", reach=reach, **shared))
+    reference = kernels.one_atom_pair_grad(d, rij, center_type, t_bar)
+    scale = reference.abs().max()
+    torch.testing.assert_close(outputs[1], outputs[0], rtol=0, atol=1e-6 * scale)
+    torch.testing.assert_close(outputs[1] / scale, reference / scale, **TOL[d.dtype])
+
+
 @pytest.mark.parametrize("case", [2, 3, 4])
 def test_atom_tiles_reading_shared_rows_equal_computing_them(monkeypatch, case):
     """With the slots' environment rows made once (`shared_rows`, for tiles of another shape in each kernel, so that
