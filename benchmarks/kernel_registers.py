@@ -110,14 +110,9 @@ def atom_tile_source(kernel: str, precision: str, tile: tuple[int, int, int], ne
     finally:
         tiles[kernel] = saved
     warps = meta.pop("num_warps")
-    per_net = meta.pop("PER_NET", False)  # the gradient's (`GRAD_PER_NET`): tiles and programs follow
     outputs = [rij.new_empty(n, 4, meta["N3"])] if kernel == "t" else [rij.new_empty(n, 4, meta["N3"]), rij]
     args = [*tensors, *outputs, n, nnei, 1, *_epilogue(model, kernel, outputs[0], meta).values()]
-    if per_net:
-        args += [1, 1]
-        meta["ROUNDS"] = 128  # 98,304 atoms' 24,576 tiles on an H100's 132 x 2 programs
-    fn = atom_tiles._tiled_t_kernel if kernel == "t" else \
-        atom_tiles._per_net_grad_kernel if per_net else atom_tiles._tiled_grad_kernel
+    fn = atom_tiles._tiled_t_kernel if kernel == "t" else atom_tiles._tiled_grad_kernel
     names = [a for a in fn.arg_names if a not in meta]
     sig = {name: argument_type(a) for name, a in zip(names, args, strict=True)}
     sig.update({name: "constexpr" for name in meta})

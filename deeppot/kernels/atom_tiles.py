@@ -32,7 +32,7 @@ from torch import Tensor
 from deeppot.kernels import embedding
 from deeppot.kernels.activation import TANH_SCALE
 from deeppot.kernels.env_rows import back_to_pairs, env_rows_once, net_args
-from deeppot.kernels.precision import has_tma, multiprocessors, scaled, within_stacked_limit
+from deeppot.kernels.precision import has_tma, scaled, within_stacked_limit
 from deeppot.kernels.reach import Reach, add_tail, block_layout, suffix_table, tile_tops
 from deeppot.kernels.scatter import back_and_scatter
 
@@ -89,22 +89,24 @@ GRAD_HOIST = False
 # loops, T 3,842 -> 2,813 instructions (88 B spilled -> 0), gradient 4,509 -> 3,335; float64's (2, 8, 4) loops do
 # not shrink (2,924 -> 3,003, 3,508 -> 3,606), so float64 computes its rows in the kernels.
 ROWS = {torch.float32}
-# Whether the f16x3 T kernel runs its last layer and contraction transposed (`_t_chunk_t`): G^T comes out of the
-# last layer's GEMM as the contraction's left operand in registers, where R^T @ G (16 rows, mma.sync) took G's
-# parts through shared memory and ptxas moved the operands register by register. sm_90 SASS of the chunk loop
-# (`benchmarks/kernel_sass.py --atom-tiles`): water 1,785 -> 1,594 instructions (MOV 311 -> 73), copper 1,782 ->
-# 1,587, the alloy 1,780 -> 1,591, none spilled. Not yet timed on a GPU (run 266 found none): off until it is.
-TRANSPOSED_T = False
-# The kernels whose chunks read the rows made beforehand one chunk ahead (`_read_ahead`), T's where TRANSPOSED_T: the
-# chunk's first row loads were 5.7% of T's stall samples and ~4% of the gradient's (run 251, ncu). sm_90 SASS of
-# water's f16x3 loop: transposed T 1,594 -> 1,602 instructions, none spilled; the gradient 2,454 -> 2,513, spills
-# 88 -> 100 B. Not yet timed on a GPU (run 267 found none): off until it is.
-READ_AHEAD: frozenset[str] = frozenset()
-# Programs a multiprocessor of the gradient kernel that walk the tiles net by net (`_per_net_grad_kernel`), so that
-# each reads a net's held weights once, not once a tile (98,304 water atoms: 24,576 tiles a kernel each reading
-# two nets' 40 KB of float16 parts, ~2 GB from L2; their TMA waits were 4.4% of the gradient's stall samples, run
-# 251); 0: a program a tile (`_tiled_grad_kernel`). Not yet timed on a GPU (run 267 found none): off until it is.
-GRAD_PER_NET = 0
+# Whether the f16x3 T kernel reading the shared rows runs its last layer and contraction transposed (`_t_chunk_t`):
+# G^T comes out of the last layer's GEMM as the contraction's left operand in registers, where R^T @ G (16 rows,
+# mma.sync) took G's parts through shared memory and ptxas moved the operands register by register. sm_90 SASS of the
+# chunk loop (`benchmarks/kernel_sass.py --atom-tiles`): water 1,785 -> 1,594 instructions (MOV 311 -> 73), copper
+# 1,782 -> 1,587, the alloy 1,780 -> 1,591, none spilled. Run 267 (H100, trained models, list prebuilt, two rounds,
+# ms): T water 3.26, 3.27 -> 3.05, 3.10, copper 2.84, 2.85 -> 2.72, 2.75; whole calls water 10.33, 10.33 -> 10.21,
+# 10.17, copper 9.56, 9.43 -> 9.29, 9.17. (With the rows computed in the kernel it faulted on the GPU, run 267: it
+# runs only on shared rows, as every f16x3 call does.)
+TRANSPOSED_T = True
+# The kernels whose chunks read the shared rows one chunk ahead (`_read_ahead`), T's where TRANSPOSED_T: each chunk's
+# first row loads were 5.7% of T's stall samples and ~4% of the gradient's (run 251, ncu). sm_90 SASS of water's
+# f16x3 loop: transposed T 1,594 -> 1,602 instructions, none spilled; the gradient 2,454 -> 2,513, spills 88 -> 100
+# B. Run 267 (as above, ms, transposed T / both reading ahead): T water 3.05, 3.10 / 3.05, 3.07, copper 2.72, 2.75 /
+# 2.57, 2.59; the gradient water 3.71, 3.77 / 3.70, 3.72, copper 3.19, 3.23 / 3.15, 3.19; whole calls water 10.21,
+# 10.17 / 10.07, 10.08, copper 9.29, 9.17 / 9.05, 9.02. Programs walking their tiles net by net in the gradient, each
+# reading a net's held weights once (run 267's `_per_net_grad_kernel`), gained nothing: water 10.28, 10.29 against
+# 10.33, 10.33; not kept.
+READ_AHEAD = frozenset({"t", "grad"})
 # Whether the T kernel adds the tail (`reach.add_tail`: what the slots past its tops add) before it stores T, for
 # models without exclude_types, instead of `reach`'s tail kernel after it (it always does where it writes D too,
 # `descriptor.D_IN_T_KERNEL`).
@@ -145,12 +147,10 @@ if embedding.triton is not None:
         return _jet_outputs(x, dx, _tanh(z + b[None, :]), u, KIND)[1:]
 
     @triton.jit
-    def _tile(type_ptr, n, ATOMS: tl.constexpr, SLOTS: tl.constexpr, tile=None):
-        """This program's tile's (or tile's) first centre, and per chunk row its atom (within the tile), centre,
-        type, reality and slot within the chunk."""
-        if tile is None:
-            tile = tl.program_id(0)
-        first = tile.to(tl.int64) * ATOMS
+    def _tile(type_ptr, n, ATOMS: tl.constexpr, SLOTS: tl.constexpr):
+        """This program's first centre, and per chunk row its atom (within the tile), centre, type, reality and
+        slot within the chunk."""
+        first = tl.program_id(0).to(tl.int64) * ATOMS
         owner = tl.arange(0, ATOMS * SLOTS) // SLOTS
         centre = first + owner
         real = centre < n
@@ -175,8 +175,8 @@ if embedding.triton is not None:
         """acc (RT, M1) += the block-diagonal R^T of one chunk @ its G; TRANSPOSED: `_t_chunk_t`'s acc^T, from the
         rows read one chunk ahead if AHEAD (`_read_ahead`)."""
         if TRANSPOSED:
-            return _t_chunk_t(acc, rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype, slot, live, nnei, nstat,
-                              corner, w1, b1, w2, b2, w3, b3, SKIP2, SKIP3, PRECISION, ROWS, read, AHEAD)
+            return _t_chunk_t(acc, rows_ptr, centre, slot, live, nnei, corner, w1, b1, w2, b2, w3, b3, SKIP2, SKIP3,
+                              PRECISION, read, AHEAD)
         else:
             s, rx, ry, rz = _chunk_rows(rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype, slot, live, nnei, nstat,
                                         ROWS)
@@ -190,8 +190,8 @@ if embedding.triton is not None:
 
     @triton.jit
     def _block_diagonal(corner, s, rx, ry, rz):
-        """The chunk's block-diagonal R^T or R: (s, rx, ry, rz) of each row (broadcast along T's rows) at corner 0-3,
-        zero elsewhere."""
+        """The chunk's block-diagonal R^T: (s, rx, ry, rz) of each row (broadcast along T's rows) at corner 0-3, zero
+        elsewhere."""
         return tl.where(corner == 0, s, tl.where(corner == 1, rx, tl.where(corner == 2, ry, tl.where(
             corner == 3, rz, 0.0))))
 
@@ -211,21 +211,16 @@ if embedding.triton is not None:
             return _tanh_prescaled(z, 1.0)
 
     @triton.jit
-    def _t_chunk_t(acc, rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype, slot, live, nnei, nstat, corner,
-                   w1, b1, w2, b2, w3, b3, SKIP2: tl.constexpr, SKIP3: tl.constexpr, PRECISION: tl.constexpr,
-                   ROWS: tl.constexpr, read, AHEAD: tl.constexpr):
+    def _t_chunk_t(acc, rows_ptr, centre, slot, live, nnei, corner, w1, b1, w2, b2, w3, b3, SKIP2: tl.constexpr,
+                   SKIP3: tl.constexpr, PRECISION: tl.constexpr, read, AHEAD: tl.constexpr):
         """`_t_chunk` with its last layer and contraction transposed: acc (M1, RT) += G^T @ the block-diagonal R
         (rows, RT), G^T = W3^T x2^T out of the last layer's GEMM, already the contraction's left operand in
         registers, where R^T @ G took G's parts through shared memory. (The first two layers transposed too made
         the loop longer: their skips' and the first GEMM's operand's layouts.)"""
         if AHEAD:
             s, r = read
-        elif ROWS:
-            s, r = _t_rows(rows_ptr, centre, slot, live, nnei, corner)
         else:
-            s, rx, ry, rz = _chunk_rows(rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype, slot, live, nnei, nstat,
-                                        ROWS)
-            r = _block_diagonal(corner, s[:, None], rx[:, None], ry[:, None], rz[:, None])
+            s, r = _t_rows(rows_ptr, centre, slot, live, nnei, corner)
         g = _tanh_prescaled(s[:, None] * w1[None, :] + b1[None, :], 1.0)
         g = _dense_t(tl.trans(_dense(g, w2, b2, SKIP2, PRECISION, True)), w3, b3, SKIP3)
         return acc + _mm(g, r, PRECISION)
@@ -383,63 +378,17 @@ if embedding.triton is not None:
                     start = tl.load(starts_ptr + b)
                     top = tl.load(top_ptr + (tl.program_id(0) * (1 if ONE_SIDE else NTYPES) + tc) * NTYPES + b)
                     held2, held3 = _held_parts(w2_ptr, w3_ptr, k, L1, L2, L3)  # once a net (`HOLD_WEIGHTS`)
-                    _grad_block(rij_ptr, stat_ptr, geo_ptr, w1_ptr, b1_ptr, held2, b2_ptr, held3, b3_ptr, rows_ptr,
-                                q_ptr, nnei, nstat, centre, ctype, mine, lane, start, top, k, tb0, tb1, tb2, tb3,
-                                N1, N2, N3, L1, L2, L3, SKIP2, SKIP3, ATOMS, SLOTS, MAX_SEL, PRECISION, STACK, ROWS,
-                                PRESCALED, HOIST, AHEAD, HELD)
-
-    @triton.jit
-    def _grad_block(rij_ptr, stat_ptr, geo_ptr, w1_ptr, b1_ptr, held2, b2_ptr, held3, b3_ptr, rows_ptr, q_ptr,
-                    nnei, nstat, centre, ctype, mine, lane, start, top, k, tb0, tb1, tb2, tb3,
-                    N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr, L2: tl.constexpr,
-                    L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr, ATOMS: tl.constexpr,
-                    SLOTS: tl.constexpr, MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, STACK: tl.constexpr,
-                    ROWS: tl.constexpr, PRESCALED: tl.constexpr, HOIST: tl.constexpr, AHEAD: tl.constexpr,
-                    HELD: tl.constexpr):
-        """dE/dR_ij of a tile's slots of one neighbour-type block, up to its top, through net k, chunk by chunk."""
-        ahead = _read_ahead(rows_ptr, centre, start + lane, mine & (lane < top), nnei, 0, AHEAD)
-        for j0 in tl.range(0, MAX_SEL, SLOTS, disable_licm=not HOIST):  # `GRAD_HOIST`
-            if j0 < top:
-                w1, b1, w2, b2, w3, b3 = _chunk_weights(w1_ptr, b1_ptr, held2, b2_ptr, held3, b3_ptr, k,
-                                                        N1, N2, N3, L1, L2, L3, PRECISION, HELD)
-                read, ahead = ahead, _read_ahead(rows_ptr, centre, start + j0 + SLOTS + lane,
-                                                 mine & (j0 + SLOTS + lane < top), nnei, 0, AHEAD)
-                _grad_chunk(rij_ptr, stat_ptr, geo_ptr, rows_ptr, q_ptr, centre, ctype, start + j0 + lane,
-                            mine & (j0 + lane < top), nnei, nstat, tb0, tb1, tb2, tb3, w1, b1, w2, b2, w3, b3,
-                            ATOMS, SLOTS, SKIP2, SKIP3, PRECISION, STACK, ROWS, PRESCALED, read, AHEAD)
-
-    @triton.jit
-    def _per_net_grad_kernel(rij_ptr, type_ptr, stat_ptr, geo_ptr, starts_ptr, top_ptr, w1_ptr, b1_ptr, w2_ptr,
-                             b2_ptr, w3_ptr, b3_ptr, rows_ptr, tbar_ptr, q_ptr, n, nnei, nstat,
-                             N1: tl.constexpr, N2: tl.constexpr, N3: tl.constexpr, L1: tl.constexpr,
-                             L2: tl.constexpr, L3: tl.constexpr, SKIP2: tl.constexpr, SKIP3: tl.constexpr,
-                             NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
-                             MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, STACK: tl.constexpr,
-                             ROWS: tl.constexpr, PRESCALED: tl.constexpr, HOIST: tl.constexpr,
-                             AHEAD: tl.constexpr = 0, tiles=1, programs=1, ROUNDS: tl.constexpr = 1):
-        """`_tiled_grad_kernel` with `programs` programs, each walking tiles pid, pid + programs, ... below `tiles`
-        (ROUNDS of them at most, a power of two, as the interpreter takes no loop of a runtime bound) net by net: a
-        net's held weights are read once a program (`GRAD_PER_NET`), where a program a tile reads each of its nets'
-        weights again; t_bar is read once a tile and net."""
-        HELD: tl.constexpr = isinstance(w2_ptr, tl.tensor_descriptor)  # `HOLD_WEIGHTS`
-        col, col_ok = _columns(L3[0], L3[1], L3[2])
-        for tc in range(1 if ONE_SIDE else NTYPES):
-            for b in range(NTYPES):
-                k = b if ONE_SIDE else tc + b * NTYPES
-                start = tl.load(starts_ptr + b)
-                held2, held3 = _held_parts(w2_ptr, w3_ptr, k, L1, L2, L3)
-                for i in range(0, ROUNDS):
-                    tile = tl.program_id(0) + i * programs
-                    first, _, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS, tile)
-                    mine = real if ONE_SIDE else real & (ctype == tc)
-                    top = tl.load(top_ptr + (tile * (1 if ONE_SIDE else NTYPES) + tc) * NTYPES + b, mask=tile < tiles,
-                                  other=0)
-                    if top > 0:
-                        tb0, tb1, tb2, tb3 = _tile_t_bar(tbar_ptr, first, n, nnei, col, col_ok, ATOMS, N3)
-                        _grad_block(rij_ptr, stat_ptr, geo_ptr, w1_ptr, b1_ptr, held2, b2_ptr, held3, b3_ptr,
-                                    rows_ptr, q_ptr, nnei, nstat, centre, ctype, mine, lane, start, top, k,
-                                    tb0, tb1, tb2, tb3, N1, N2, N3, L1, L2, L3, SKIP2, SKIP3, ATOMS, SLOTS, MAX_SEL,
-                                    PRECISION, STACK, ROWS, PRESCALED, HOIST, AHEAD, HELD)
+                    ahead = _read_ahead(rows_ptr, centre, start + lane, mine & (lane < top), nnei, 0, AHEAD)
+                    for j0 in tl.range(0, MAX_SEL, SLOTS, disable_licm=not HOIST):  # `GRAD_HOIST`
+                        if j0 < top:
+                            w1, b1, w2, b2, w3, b3 = _chunk_weights(w1_ptr, b1_ptr, held2, b2_ptr, held3, b3_ptr, k,
+                                                                    N1, N2, N3, L1, L2, L3, PRECISION, HELD)
+                            read, ahead = ahead, _read_ahead(rows_ptr, centre, start + j0 + SLOTS + lane,
+                                                             mine & (j0 + SLOTS + lane < top), nnei, 0, AHEAD)
+                            _grad_chunk(rij_ptr, stat_ptr, geo_ptr, rows_ptr, q_ptr, centre, ctype,
+                                        start + j0 + lane, mine & (j0 + lane < top), nnei, nstat,
+                                        tb0, tb1, tb2, tb3, w1, b1, w2, b2, w3, b3, ATOMS, SLOTS, SKIP2, SKIP3,
+                                        PRECISION, STACK, ROWS, PRESCALED, read, AHEAD)
 
 
 def _tile_of(precision: str, dtype: torch.dtype, kernel: str, tile: tuple | None = None) -> tuple[int, int, int]:
@@ -479,12 +428,11 @@ def _tiled_args(d, rij: Tensor, center_type: Tensor, precision: str, kernel: str
         _held_weights(tensors, meta, _one_box(d, kernel))
     if kernel == "t":  # rows of the T accumulator: 4 an atom, at least 16 (the GEMM's smallest M)
         meta["RT"] = max(16, triton.next_power_of_2(4 * atoms))
-        meta["TRANSPOSED"] = TRANSPOSED_T and meta["PRESCALED"] and meta["PRECISION"] == "f16x3"
-        meta["AHEAD"] = 1 if "t" in READ_AHEAD and meta["TRANSPOSED"] and meta["ROWS"] else 0
+        meta["TRANSPOSED"] = TRANSPOSED_T and meta["PRESCALED"] and meta["PRECISION"] == "f16x3" and meta["ROWS"]
+        meta["AHEAD"] = 1 if "t" in READ_AHEAD and meta["TRANSPOSED"] else 0
     else:
         meta.update(STACK=rij.dtype in STACKED, HOIST=GRAD_HOIST,
-                    AHEAD=2 if "grad" in READ_AHEAD and meta["ROWS"] else 0,
-                    PER_NET=bool(GRAD_PER_NET) and meta["PRECISION"] == "f16x3")  # the weights held where it runs
+                    AHEAD=2 if "grad" in READ_AHEAD and meta["ROWS"] else 0)
     return [*tensors, tensors[0] if rows is None else rows], meta, tops
 
 
@@ -575,13 +523,7 @@ def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, pre
     # dE/dR_ij where the tiles walk, by `_row_at`: over each slot's own row if made
     q = rij.new_empty(triton.cdiv(n * nnei, 32), 4, 32) if rows is None else rows
     t_bar = t_bar.contiguous()
-    if meta.pop("PER_NET"):
-        programs = min(len(tops), GRAD_PER_NET * multiprocessors(rij.device) if rij.is_cuda else 4)
-        rounds = triton.next_power_of_2(triton.cdiv(len(tops), max(programs, 1)))
-        _per_net_grad_kernel[(programs,)](*tensors, t_bar, q, n, nnei, d.davg.numel(), tiles=len(tops),
-                                          programs=programs, ROUNDS=rounds, **meta)
-    else:
-        _tiled_grad_kernel[(len(tops),)](*tensors, t_bar, q, n, nnei, d.davg.numel(), **meta)
+    _tiled_grad_kernel[(len(tops),)](*tensors, t_bar, q, n, nnei, d.davg.numel(), **meta)
     if into is not None:
         return back_and_scatter(d, tensors, q, meta["ATOMS"], not d.type_one_side, *into)
     return back_to_pairs(d, tensors, q, meta["ATOMS"], per_type=not d.type_one_side)

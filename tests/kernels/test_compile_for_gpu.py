@@ -26,10 +26,6 @@ TRAINING = [(kernel, precision, products) for kernel in ("_embed_fwd_kernel", "_
                                         ("float64", "ieee")]]
 ATOM_TILES = [(kernel, precision, products) for kernel in ("t", "grad")
               for precision, products in [("float32", "tf32x3"), ("float32", "f16x3"), ("float64", "ieee")]]
-# float32 f16x3 atom-tile variants, off by default: (kernel, the `atom_tiles` constants that switch it on); compiled
-# after every other case, in this order, each keeping its constants
-VARIANTS = {"t transposed, reading ahead": ("t", {"TRANSPOSED_T": True, "READ_AHEAD": ["t"]}),
-            "grad reading ahead, net by net": ("grad", {"READ_AHEAD": ["grad"], "GRAD_PER_NET": 2})}
 
 COMPILE_ALL = """
 import json, sys
@@ -40,10 +36,6 @@ SHARED_LIMIT = 232448  # an H100's shared memory a program may have (227 KB)
 neuron, sel = [25, 50, 100], [46, 92]  # the water example's nets
 cases = json.loads(sys.argv[1])
 def source(family, kernel, precision, products):
-    if family == "variant":  # kernel: (its name, the atom-tile kernel, the constants switched on)
-        _, kernel, switched = kernel
-        for name, value in switched.items():
-            setattr(atom_tiles, name, frozenset(value) if isinstance(value, list) else value)
     if family == "fitting":  # the persistent products, the hidden stack
         return kr.persistent_source() if kernel == "persistent" else kr.stack_source()
     if family == "training":
@@ -54,14 +46,13 @@ def source(family, kernel, precision, products):
                                aligned=True)
 results = {}
 for case in cases:
-    name = case[1][0] if case[0] == "variant" else " ".join(case)  # a variant by its name
     try:
         src, options = source(*case)
         options = options if isinstance(options, dict) else {"num_warps": options}
         shared = triton.compile(src, target=kr.TARGET, options=options).metadata.shared
-        results[name] = "compiled" if shared <= SHARED_LIMIT else f"{shared} B of shared memory"
+        results[" ".join(case)] = "compiled" if shared <= SHARED_LIMIT else f"{shared} B of shared memory"
     except Exception as error:
-        results[name] = f"{type(error).__name__}: {error}"[-2000:]
+        results[" ".join(case)] = f"{type(error).__name__}: {error}"[-2000:]
 print(json.dumps(results))
 """
 
@@ -69,8 +60,7 @@ print(json.dumps(results))
 @pytest.fixture(scope="module")
 def compiled() -> dict[str, str]:
     cases = [("training", *c) for c in TRAINING] + [("atom_tiles", *c) for c in ATOM_TILES] + \
-        [("fitting", "persistent", "float32", "f16x3"), ("fitting", "stack", "float32", "f16x3")] + \
-        [("variant", (name, *VARIANTS[name]), "float32", "f16x3") for name in VARIANTS]
+        [("fitting", "persistent", "float32", "f16x3"), ("fitting", "stack", "float32", "f16x3")]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "benchmarks"), env.get("PYTHONPATH", "")])
     proc = subprocess.run([sys.executable, "-c", COMPILE_ALL, json.dumps(cases)], capture_output=True, text=True,
@@ -98,9 +88,3 @@ def test_training_embedding_kernels_compile(compiled, kernel, precision, product
 @pytest.mark.parametrize(("kernel", "precision", "products"), ATOM_TILES)
 def test_inference_atom_tile_kernels_compile(compiled, kernel, precision, products):
     assert compiled[f"atom_tiles {kernel} {precision} {products}"] == "compiled"
-
-
-@pytest.mark.parametrize("variant", list(VARIANTS))
-def test_atom_tile_variants_compile(compiled, variant):
-    """The variants timed against the defaults (`TRANSPOSED_T`, `READ_AHEAD`, `GRAD_PER_NET`) compile too."""
-    assert compiled[variant] == "compiled"

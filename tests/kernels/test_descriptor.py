@@ -254,28 +254,27 @@ def test_float32_atom_tiles_on_prescaled_biases_equal_plain_ones(monkeypatch, ca
         torch.testing.assert_close(prescaled, plain, rtol=0, atol=1e-6 * scale)
 
 
-@pytest.mark.parametrize(("case", "rows", "weights"), [(3, False, "one tile"), (3, True, "one tile"),
-                                                       (5, False, "one tile"), (5, True, "one tile"),
-                                                       (5, True, "two tiles"), (5, True, "loaded")])
-def test_transposed_t_chunks_equal_plain_ones(monkeypatch, case, rows, weights):
+@pytest.mark.parametrize(("case", "weights"), [(3, "one tile"), (5, "one tile"), (5, "two tiles"), (5, "loaded")])
+def test_transposed_t_chunks_equal_plain_ones(monkeypatch, case, weights):
     """The f16x3 T kernel with its last layer and contraction transposed (`TRANSPOSED_T`) gives the T of the plain
-    chunks, the block-diagonal R read from the shared rows or made from the rows computed in the kernel, with
-    same-width and doubling skips (case 3) and water's net (case 5); W3's parts held by TMA in one tile (`ONE_BOX`)
-    or two, or loaded every chunk (`HOLD_WEIGHTS` off): each a branch of `embedding._mm_t`."""
+    chunks, the block-diagonal R read from the shared rows, with same-width and doubling skips (case 3) and water's
+    net (case 5); W3's parts held by TMA in one tile (`ONE_BOX`) or two, or loaded every chunk (`HOLD_WEIGHTS` off):
+    each a branch of `embedding._mm_t`. Without shared rows the plain kernel runs."""
     from deeppot.kernels import atom_tiles
 
     model, rij, _, center_type, neighbor_type = chunk_of(*CASES[case], seed=5)
     d = model.descriptor
-    monkeypatch.setattr(atom_tiles, "ROWS", {d.dtype} if rows else set())
+    monkeypatch.setattr(atom_tiles, "ROWS", {d.dtype})
     monkeypatch.setattr(atom_tiles, "ONE_BOX", {} if weights == "two tiles" else atom_tiles.ONE_BOX)
     monkeypatch.setattr(atom_tiles, "HOLD_WEIGHTS", weights != "loaded")
     reach = find_reach(d, center_type, neighbor_type)
     shared = atom_tiles.shared_rows(d, rij, center_type, reach, "f16x3")
-    assert set(shared) == ({"rows"} if rows else set())
+    assert set(shared) == {"rows"}
+    assert not atom_tiles._tiled_args(d, rij, center_type, "f16x3", "t", reach)[1]["TRANSPOSED"]  # no rows given
     outputs = []
     for transposed in (False, True):
         monkeypatch.setattr(atom_tiles, "TRANSPOSED_T", transposed)
-        assert atom_tiles._tiled_args(d, rij, center_type, "f16x3", "t", reach)[1]["TRANSPOSED"] == transposed
+        assert atom_tiles._tiled_args(d, rij, center_type, "f16x3", "t", reach, **shared)[1]["TRANSPOSED"] == transposed
         outputs.append(atom_tiles.descriptor_t(d, rij, center_type, "f16x3", reach=reach, **shared))
     scale = outputs[0].abs().max()
     assert scale > 0
@@ -314,31 +313,6 @@ def test_rows_read_a_chunk_ahead_equal_rows_read_in_the_chunk(monkeypatch, case)
         scale = reference.abs().max()
         torch.testing.assert_close(ahead, plain, rtol=0, atol=1e-6 * scale)
         torch.testing.assert_close(ahead / scale, reference / scale, **TOL[d.dtype])
-
-
-@pytest.mark.parametrize(("case", "rows"), [(3, True), (5, True), (5, False)])
-def test_gradient_walking_its_tiles_net_by_net_equals_a_program_a_tile(monkeypatch, case, rows):
-    """`GRAD_PER_NET`: fewer programs than tiles, each walking its tiles (two rounds here, the last ragged) net by
-    net, give the dE/dr_ij of a program a tile, for two-sided nets of three types (case 3) and water's."""
-    from deeppot.kernels import atom_tiles
-
-    model, rij, _, center_type, neighbor_type = chunk_of(*CASES[case], seed=5)
-    d = model.descriptor
-    monkeypatch.setattr(atom_tiles, "ROWS", {d.dtype} if rows else set())
-    t_bar = torch.randn(len(center_type), 4, d.neuron[-1], generator=torch.Generator().manual_seed(2)).to(DEVICE)
-    reach = find_reach(d, center_type, neighbor_type)
-    tiles = len(atom_tiles._tiled_args(d, rij, center_type, "f16x3", "grad", reach)[2])
-    assert 4 < tiles < 8 or DEVICE.type == "cuda"  # the interpreter's four programs: a ragged second round
-    outputs = []
-    for per_net in (0, 2):
-        monkeypatch.setattr(atom_tiles, "GRAD_PER_NET", per_net)
-        assert atom_tiles._tiled_args(d, rij, center_type, "f16x3", "grad", reach)[1]["PER_NET"] == bool(per_net)
-        shared = atom_tiles.shared_rows(d, rij, center_type, reach, "f16x3")
-        outputs.append(atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, "f16x3", reach=reach, **shared))
-    reference = kernels.one_atom_pair_grad(d, rij, center_type, t_bar)
-    scale = reference.abs().max()
-    torch.testing.assert_close(outputs[1], outputs[0], rtol=0, atol=1e-6 * scale)
-    torch.testing.assert_close(outputs[1] / scale, reference / scale, **TOL[d.dtype])
 
 
 @pytest.mark.parametrize("case", [2, 3, 4])
