@@ -8,7 +8,8 @@ with f16x3 products, W2's and W3's parts go to shared memory once a net by TMA i
 Row r of a chunk is slot r % SLOTS of the program's atom r // SLOTS.
 
 - T: the per-atom contraction R^T G becomes one GEMM with a block-diagonal left side (row 4a + c holds column c
-  of atom a's rows, zero elsewhere), so the accumulator's rows are the ATOMS atoms' four rows of T.
+  of atom a's rows, zero elsewhere), so the accumulator's rows are the ATOMS atoms' four rows of T; the f16x3
+  kernel on shared rows runs it transposed, G^T R (`TRANSPOSED_T`).
 - dE/dr_ij: t_bar G_j^T and (R_j t_bar) . dG_j/ds need each row's own atom's t_bar: row reductions over a
   (ATOMS, SLOTS, M1) view of the chunk against (ATOMS, 1, M1) t_bar rows. (GEMMs against all the program's t_bar
   rows and a pick of each row's own columns were 3-90x slower, run 39.)
