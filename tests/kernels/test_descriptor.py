@@ -299,11 +299,10 @@ def test_rows_read_a_chunk_ahead_equal_rows_read_in_the_chunk(monkeypatch, case)
     outputs = []
     for ahead in (frozenset(), frozenset({"t", "grad"})):
         monkeypatch.setattr(atom_tiles, "READ_AHEAD", ahead)
-        metas = [atom_tiles._tiled_args(d, rij, center_type, "f16x3", kernel, reach, rij)[1]
-                 for kernel in ("t", "grad")]
-        assert [meta["AHEAD"] for meta in metas] == ([1, 2] if ahead else [0, 0])
-        tops = atom_tiles._tiled_args(d, rij, center_type, "f16x3", "grad", reach)[2]
-        assert tops.max() > 2 * metas[1]["SLOTS"]  # blocks of three chunks or more
+        (_, t_meta, _), (_, grad_meta, tops) = [atom_tiles._tiled_args(d, rij, center_type, "f16x3", kernel, reach,
+                                                                       rij) for kernel in ("t", "grad")]
+        assert [t_meta["AHEAD"], grad_meta["AHEAD"]] == ([1, 2] if ahead else [0, 0])
+        assert tops.max() > 2 * grad_meta["SLOTS"]  # blocks of three chunks or more
         shared = atom_tiles.shared_rows(d, rij, center_type, reach, "f16x3")
         t_mat = atom_tiles.descriptor_t(d, rij, center_type, "f16x3", reach=reach, **shared)
         outputs.append((t_mat, atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, "f16x3", reach=reach,
