@@ -8,6 +8,9 @@ coordinates, three selections of the padding, a float64 r_ij and its copy in the
 model's precision, with the owner and the type of each slot; padded slots get (rcut, rcut, rcut), owner and type -1.
 Given a `deeppot.infer.order.CentreOrder`, row i of the chunk is centre order[start + i] and each owner is a position
 in that order.
+Owners and types are stored as int32, not PyTorch's usual int64: every reader of them is a Triton kernel or takes
+int32 indices (`index_add_`, indexing), and at 98,304 water atoms the narrower lists save ~0.2 GB of stores here and
+~0.1 GB of loads in the reach and scatter kernels a call.
 Tests: tests/kernels/test_pairs.py (GPU, or Triton's interpreter on a CPU).
 """
 
@@ -19,6 +22,7 @@ from torch import Tensor
 from deeppot.kernels import embedding
 
 BLOCK = 1024  # (centre, slot) pairs a program
+INDEX = torch.int32  # owners and types (the module docstring says why)
 
 if embedding.triton is not None:
     import triton
@@ -45,14 +49,14 @@ if embedding.triton is not None:
 
 def pair_data(flat, start: int, stop: int, rcut: float, dtype: torch.dtype, order=None
               ) -> tuple[Tensor, Tensor, Tensor]:
-    """r_ij (n, nnei, 3) in dtype, neighbour owner and type (n, nnei) int64 of centres start..stop-1 of
+    """r_ij (n, nnei, 3) in dtype, neighbour owner and type (n, nnei) `INDEX` of centres start..stop-1 of
     `FlatNeighbors` flat: `pair_vectors` (rounded once to dtype) and `neighbor_owner_and_type`; with a
     `CentreOrder`, of its positions start..stop-1, owners as positions (as `evaluate.reference_pair_data`)."""
     nnei = flat.nlist.shape[1]
     n, device = stop - start, flat.nlist.device
     rij = torch.empty(n, nnei, 3, dtype=dtype, device=device)
-    loc = torch.empty(n, nnei, dtype=torch.int64, device=device)
-    types = torch.empty(n, nnei, dtype=torch.int64, device=device)
+    loc = torch.empty(n, nnei, dtype=INDEX, device=device)
+    types = torch.empty(n, nnei, dtype=INDEX, device=device)
     total = n * nnei
     if total:
         _pairs_kernel[(triton.cdiv(total, BLOCK),)](
