@@ -1,8 +1,8 @@
 #!/bin/bash
 # Run 268, call 3 (~5.5 minutes; carry .mid and .peer): calls 1 and 2 cut to what the session's last device
-# minutes allow: the changed pair-data tests on CUDA, the pair-data A/B (`pairs_ab.py`) and the tile A/B
-# (`run267/tile_ab.py`) on water and copper, two rounds, then tests/gpu/test_infer.py (the evaluator's default
-# path now takes the rows from the pair data).
+# minutes allow: the changed pair-data tests on CUDA, the pair-data A/B (`pairs_ab.py`, water and copper, two
+# rounds), tests/gpu/test_infer.py (the evaluator's default path now takes the rows from the pair data), then the
+# tile A/B (`run267/tile_ab.py`) on water, two rounds, as far as the device time lasts.
 source benchmarks/results/call_prelude.sh
 el kernel tests
 PYTHONPATH=$PWD:$PWD/tests timeout 90 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_pairs.py \
@@ -11,11 +11,11 @@ el pairs
 PYTHONPATH=$PWD:$PWD/benchmarks timeout 90 python3 benchmarks/results/run268/pairs_ab.py \
   water=.mid/water/model.dp copper=.mid/copper/model.dp --rounds 2 --calls 20 \
   2>> $OUT/run268_err3.txt | tee $OUT/run268_pairs3.jsonl | cut -c1-400
-el tiles
-PYTHONPATH=$PWD:$PWD/benchmarks timeout 130 python3 benchmarks/results/run267/tile_ab.py \
-  water=.mid/water/model.dp copper=.mid/copper/model.dp --rounds 2 --calls 10 \
-  2>> $OUT/run268_err3.txt | tee $OUT/run268_tiles3.jsonl | cut -c1-300
 el infer tests
 PYTHONPATH=$PWD:$PWD/tests timeout 90 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_infer.py 2>&1 \
   | tee $OUT/run268_infer_tests3.txt | tail -3
+el tiles
+PYTHONPATH=$PWD:$PWD/benchmarks timeout 120 python3 benchmarks/results/run267/tile_ab.py \
+  water=.mid/water/model.dp --rounds 2 --calls 10 \
+  2>> $OUT/run268_err3.txt | tee $OUT/run268_tiles3.jsonl | cut -c1-300
 el done
