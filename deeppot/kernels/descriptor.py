@@ -45,8 +45,10 @@ D_IN_T_KERNEL_COMPRESSED = True
 # (`scatter.back_and_scatter`), where `env_rows.back_to_pairs` wrote dE/dr_ij and `scatter` read it back.
 SCATTER_IN_STAGE = True
 # Whether the evaluator's pair-data kernel also makes every slot's environment row (`pairs.pair_data`'s rows_of)
-# for the atom tiles, where `env_rows.env_rows_once` read the stored r_ij back for the slots the tiles visit.
-ROWS_IN_PAIRS = True
+# for the atom tiles, where `env_rows.env_rows_once` reads the stored r_ij back for the slots the tiles visit: the
+# rows kernel's launch and its read of r_ij go (run 265: 0.15 ms at 98,304 water atoms), every slot's row is written
+# where the tiles' visited ones were (~71% of water's). Prepared in run 268, not yet timed on a GPU: off.
+ROWS_IN_PAIRS = False
 
 if embedding.triton is not None:
     import triton

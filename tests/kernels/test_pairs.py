@@ -18,10 +18,13 @@ if pairs.embedding.triton is None:
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+@pytest.mark.parametrize("index", [torch.int64, torch.int32])
 @pytest.mark.parametrize(("start", "stop"), [(0, 36), (7, 30), (35, 36)])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_pair_data_equals_the_flat_lists(start, stop, dtype):
-    """Three frames (so centres map to extended atoms of later frames), padding in every row, any chunk."""
+def test_pair_data_equals_the_flat_lists(monkeypatch, start, stop, dtype, index):
+    """Three frames (so centres map to extended atoms of later frames), padding in every row, any chunk; owners
+    and types in either integer width (`pairs.INDEX`)."""
+    monkeypatch.setattr(pairs, "INDEX", index)
     coord, atype, box = random_system(natoms=12, ntypes=3, nframes=3, seed=1)
     rcut, sel = 4.0, [10, 10, 12]
     nd = build_neighbor_data(coord.to(DEVICE), atype[None].expand(3, -1).to(DEVICE), box.to(DEVICE), rcut, sel)
@@ -29,7 +32,7 @@ def test_pair_data_equals_the_flat_lists(start, stop, dtype):
     assert flat.ncentre == 36 and (flat.nlist < 0).any() and (flat.nlist >= 0).any()
     rij, owner, types = pairs.pair_data(flat, start, stop, rcut, dtype)
     ref_owner, ref_types = flat.neighbor_owner_and_type(start, stop)
-    assert owner.dtype == types.dtype == torch.int32
+    assert owner.dtype == types.dtype == index
     assert torch.equal(owner.long(), ref_owner) and torch.equal(types.long(), ref_types)
     assert rij.dtype == dtype
     assert torch.equal(rij, flat.pair_vectors(start, stop, rcut).to(dtype))
