@@ -8,7 +8,7 @@ PYTHONPATH=$PWD:$PWD/benchmarks timeout 240 python3 benchmarks/results/run267/ti
   water=.mid/water/model.dp copper=.mid/copper/model.dp alloy=.mid/alloy/model.dp --rounds 2 --calls 10 \
   2>> $OUT/run268_err1.txt | tee $OUT/run268_tiles1.jsonl | cut -c1-300
 el pairs
-PYTHONPATH=$PWD:$PWD/benchmarks timeout 180 python3 benchmarks/results/run268/pairs_ab.py \
+PYTHONPATH=$PWD:$PWD/benchmarks timeout 200 python3 benchmarks/results/run268/pairs_ab.py \
   water=.mid/water/model.dp copper=.mid/copper/model.dp alloy=.mid/alloy/model.dp --rounds 2 --calls 20 \
   2>> $OUT/run268_err1.txt | tee $OUT/run268_pairs1.jsonl | cut -c1-400
 el done

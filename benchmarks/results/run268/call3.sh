@@ -8,14 +8,14 @@ el kernel tests
 PYTHONPATH=$PWD:$PWD/tests timeout 90 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_pairs.py \
   tests/kernels/test_descriptor.py -k "pair_data or evaluator_by_type" 2>&1 | tee $OUT/run268_kernel_tests3.txt | tail -3
 el pairs
-PYTHONPATH=$PWD:$PWD/benchmarks timeout 90 python3 benchmarks/results/run268/pairs_ab.py \
+PYTHONPATH=$PWD:$PWD/benchmarks timeout 120 python3 benchmarks/results/run268/pairs_ab.py \
   water=.mid/water/model.dp copper=.mid/copper/model.dp --rounds 2 --calls 20 \
   2>> $OUT/run268_err3.txt | tee $OUT/run268_pairs3.jsonl | cut -c1-400
 el infer tests
 PYTHONPATH=$PWD:$PWD/tests timeout 90 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_infer.py 2>&1 \
   | tee $OUT/run268_infer_tests3.txt | tail -3
 el tiles
-PYTHONPATH=$PWD:$PWD/benchmarks timeout 120 python3 benchmarks/results/run267/tile_ab.py \
+PYTHONPATH=$PWD:$PWD/benchmarks timeout 100 python3 benchmarks/results/run267/tile_ab.py \
   water=.mid/water/model.dp --rounds 2 --calls 10 \
   2>> $OUT/run268_err3.txt | tee $OUT/run268_tiles3.jsonl | cut -c1-300
 el done
