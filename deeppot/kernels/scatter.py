@@ -24,6 +24,11 @@ from torch import Tensor
 from deeppot.kernels import embedding
 from deeppot.model.energy_model import forces_and_virial as forces_and_virial_reference
 
+# Warps a centre in `back_and_scatter`. sm_90 SASS (water's 138 slots on 256 lanes): one warp takes 128 registers a
+# thread, so 16 warps fit a multiprocessor for the kernel's loads and float64 atomics; two warps take 63 (32 warps
+# a multiprocessor, at the cost of barriers in the per-centre sums). Two prepared in run 268, not yet timed: one.
+BACK_SCATTER_WARPS = 1
+
 if embedding.triton is not None:
     import triton
     import triton.language as tl
@@ -217,7 +222,7 @@ def back_and_scatter(d, args: list, q: Tensor, atoms: int, per_type: bool, force
         return
     _back_scatter_kernel[(n,)](rij, types, stats, geo, starts, tops, q, owner.contiguous(), force, virial, start,
                                nnei, d.davg.numel(), NTYPES=d.ntypes, ATOMS=atoms, PER_TYPE=per_type,
-                               WIDTH=q.shape[1], NNEI=triton.next_power_of_2(nnei), num_warps=1)
+                               WIDTH=q.shape[1], NNEI=triton.next_power_of_2(nnei), num_warps=BACK_SCATTER_WARPS)
 
 
 __all__ = ["TrainingForces", "back_and_scatter", "scatter_forces_and_virial", "training_forces_and_virial"]

@@ -1,7 +1,7 @@
 #!/bin/bash
-# Run 268, call 3 (~5.5 minutes; carry .mid and .peer): calls 1 and 2 cut to what the session's last device
-# minutes allow: the changed pair-data tests on CUDA, the pair-data A/B (`pairs_ab.py`, water and copper, two
-# rounds), tests/gpu/test_infer.py (the evaluator's default path now takes the rows from the pair data), then the
+# Run 268, call 3 (~8 minutes; carry .mid and .peer), the next session's first call: the changed pair-data tests
+# on CUDA, the pair-data A/B (`pairs_ab.py`) and the scatter's warps (`scatter_ab.py`) on water and copper, two
+# rounds, tests/gpu/test_infer.py (the evaluator's default path now takes the rows from the pair data), then the
 # tile A/B (`run267/tile_ab.py`) on water, two rounds, as far as the device time lasts.
 source benchmarks/results/call_prelude.sh
 el kernel tests
@@ -11,6 +11,10 @@ el pairs
 PYTHONPATH=$PWD:$PWD/benchmarks timeout 120 python3 benchmarks/results/run268/pairs_ab.py \
   water=.mid/water/model.dp copper=.mid/copper/model.dp --rounds 2 --calls 20 \
   2>> $OUT/run268_err3.txt | tee $OUT/run268_pairs3.jsonl | cut -c1-400
+el scatter
+PYTHONPATH=$PWD:$PWD/benchmarks timeout 70 python3 benchmarks/results/run268/scatter_ab.py \
+  water=.mid/water/model.dp copper=.mid/copper/model.dp --rounds 2 --calls 20 \
+  2>> $OUT/run268_err3.txt | tee $OUT/run268_scatter3.jsonl | cut -c1-400
 el infer tests
 PYTHONPATH=$PWD:$PWD/tests timeout 90 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_infer.py 2>&1 \
   | tee $OUT/run268_infer_tests3.txt | tail -3
