@@ -1,7 +1,7 @@
 #!/bin/bash
 # Run 268, call 3 (~8 minutes; carry .mid and .peer), the next session's first call: the changed pair-data tests
 # on CUDA, the pair-data A/B (`pairs_ab.py`) and the scatter's warps (`scatter_ab.py`) on water and copper, two
-# rounds, tests/gpu/test_infer.py (the evaluator's default path now takes the rows from the pair data), then the
+# rounds, tests/gpu/test_infer.py (the evaluator on its default path, which changed only in its plumbing), then the
 # tile A/B (`run267/tile_ab.py`) on water, two rounds, as far as the device time lasts.
 source benchmarks/results/call_prelude.sh
 el kernel tests
