@@ -177,3 +177,46 @@ def test_stage_energies_and_t_bar_through_the_stack(ntypes, monkeypatch):
     for a, b, c in zip(got, graphed, want, strict=True):
         torch.testing.assert_close(a, c.to(a.dtype), rtol=1e-5, atol=1e-5 * c.abs().max().item())
         torch.testing.assert_close(b, c.to(b.dtype), rtol=1e-5, atol=1e-5 * c.abs().max().item())
+
+
+@pytest.mark.parametrize("parts", [True, False])
+def test_input_grad_into_rows_of_a_larger_tensor(parts, monkeypatch):
+    """grad_out: dE/dD written into rows of another tensor (every type's, `FOLD_T_BAR`), by the product of gz1's
+    parts (cuBLAS's out= on a GPU) or by `product_t`'s copied there; the other rows untouched."""
+    monkeypatch.setattr(fitting_gemm, "worth_it", lambda x: True)
+    nets = stack_model().fitting.nets
+    if parts:
+        with torch.no_grad():
+            nets.layers[-1].matrix.mul_(0.05)
+    assert (fitting_bounds(nets, 0.0)["the fitting gradients"] <= STACKED_LIMIT) == parts
+    x = rows_of_d(150, seed=2)
+    out = torch.full((200, M1 * M2), float("nan"), device=DEVICE)
+    with torch.no_grad():
+        want = fitting_stack.value_and_input_grad(nets, x, 1, "f16x3")
+        got = fitting_stack.value_and_input_grad(nets, x, 1, "f16x3", grad_out=out[30:180])
+    assert got[1].data_ptr() == out[30:].data_ptr()
+    torch.testing.assert_close(out[30:180], want[1], rtol=0, atol=0)
+    torch.testing.assert_close(got[0], want[0], rtol=0, atol=0)
+    assert out[:30].isnan().all() and out[180:].isnan().all()
+
+
+def test_stage_dE_dD_in_the_rows_of_D_when_folded(monkeypatch):
+    """`descriptor.energy_and_t_bar(fold=True)` (`atom_tiles.FOLD_T_BAR`) returns every type's dE/dD in D's rows
+    (`desc_rows`' layout) with T, from which dE/dT is what the unfolded stage makes."""
+    from deeppot.kernels import descriptor_matrix
+
+    model = stack_model(ntypes=2)
+    natoms = 90
+    center_type = torch.randint(0, 2, (natoms,), generator=torch.Generator().manual_seed(2)).to(DEVICE)
+    t_mat = (torch.randn(natoms, 4, M1, generator=torch.Generator().manual_seed(4)) * 0.5).to(DEVICE)
+    type_rows = type_groups(center_type, 2)
+    monkeypatch.setattr(fitting_gemm, "worth_it", lambda x: True)
+    d_mat, pos = descriptor.desc_rows(model, center_type, False, type_rows)
+    d_mat[pos] = descriptor_matrix.descriptor_from_t(t_mat, M2, model.fitting.dtype)
+    with torch.no_grad():
+        energy, folded = descriptor.energy_and_t_bar(model, t_mat, center_type, False, "f16x3", type_rows,
+                                                     (d_mat, pos), fold=True)
+        want_energy, want = descriptor.energy_and_t_bar(model, t_mat, center_type, False, "f16x3", type_rows)
+    assert isinstance(folded, descriptor_matrix.FoldedTBar) and torch.equal(folded.pos, pos)
+    torch.testing.assert_close(energy, want_energy, rtol=0, atol=0)
+    torch.testing.assert_close(folded.made(), want, rtol=1e-6, atol=1e-6 * want.abs().max().item())
