@@ -113,11 +113,13 @@ READ_AHEAD = frozenset({"t", "grad"})
 # models without exclude_types, instead of `reach`'s tail kernel after it (it always does where it writes D too,
 # `descriptor.D_IN_T_KERNEL`).
 FUSED_TAIL = True
-# Whether the gradient kernel makes its atoms' dE/dT itself from dE/dD and T (`_tile_t_bar_folded`, the math of
+# The precisions whose gradient kernel makes its atoms' dE/dT itself from dE/dD and T (`_tile_t_bar_folded`, as
 # `descriptor_matrix._t_bar_kernel`), where the stage hands it a `FoldedTBar`: the dE/dT kernel (0.37 ms of run 265's
 # 98,304-atom water call, reading 0.79 GB and writing 0.16 GB) and the gradient's read of its output go, for 0.79 GB
-# read at each program's start, under the other programs' arithmetic. Prepared, not timed: off.
-FOLD_T_BAR = False
+# read at each program's start, under the other programs' arithmetic. Prepared for float32 (run 269; sm_90 SASS
+# of water's f16x3 gradient on (4, 16, 4): its chunk loop unchanged, 2,513 instructions and 100 B spilled, and
+# ~1,400 instructions a thread more once a program), not timed: none.
+FOLD_T_BAR: frozenset = frozenset()
 
 
 def covers(dtype: torch.dtype, kernel: str) -> bool:

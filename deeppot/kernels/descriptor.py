@@ -223,7 +223,7 @@ def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
                             functools.partial(atom_tiles.shared_rows, precision=precision, grad_tile=grad_tile),
                             type_rows,
                             desc_in_t=atom_tiles.covers(rij.dtype, "t") and D_IN_T_KERNEL, scatter_into=scatter_into,
-                            rows=rows, fold=atom_tiles.FOLD_T_BAR and atom_tiles.covers(rij.dtype, "grad"))
+                            rows=rows, fold=rij.dtype in atom_tiles.FOLD_T_BAR and atom_tiles.covers(rij.dtype, "grad"))
 
 
 def two_kernel_stage(model, rij: Tensor, center_type: Tensor, neighbor_type: Tensor, sync_free: bool,

@@ -220,7 +220,7 @@ def test_fused_stage_with_dE_dT_made_in_the_gradient_kernel(monkeypatch, sync_fr
     (each net on its own type's atoms, or with sync_free every net on every atom)."""
     from deeppot.kernels import atom_tiles, descriptor_matrix
 
-    monkeypatch.setattr(atom_tiles, "FOLD_T_BAR", True)
+    monkeypatch.setattr(atom_tiles, "FOLD_T_BAR", {torch.float64})
     monkeypatch.setattr(descriptor_matrix, "t_bar_from_desc_grad", lambda *_, **__: pytest.fail("dE/dT made"))
     model, *chunk = chunk_of(type_one_side, "float64", (4, 8, 16), (24, 24), 2, seed=3)
     energy, grad = kernels.fused_pair_stage(model, *chunk, sync_free=sync_free)

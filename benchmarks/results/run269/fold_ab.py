@@ -9,13 +9,15 @@ Usage (GPU, repository root): python fold_ab.py water=.mid/water/model.dp ... --
 import sys
 from pathlib import Path
 
+import torch
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "run250"))
 from variant_probe import main
 
 from deeppot.kernels import atom_tiles
 
-VARIANTS = {"reading": False, "folded": True}
+VARIANTS = {"reading": frozenset(), "folded": frozenset({torch.float32})}
 
 
 def set_variant(name):
