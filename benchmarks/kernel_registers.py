@@ -138,7 +138,7 @@ def _epilogue(model, kernel: str, t_mat: torch.Tensor, meta: dict, fold: bool = 
     if not fold:
         meta.update(dd_ptr=None, pos_ptr=None, out_ptr=None, FOLD=False, HAS_POS=False, M2=16, KP=16)
         return {}
-    fold_args = atom_tiles._t_bar_args(FoldedTBar(desc, t_mat, pos, pos), meta["N3"])[1]
+    fold_args = atom_tiles._t_bar_args(FoldedTBar(desc, t_mat, pos), meta["N3"])[1]
     meta.update({k: v for k, v in fold_args.items() if not k.endswith("_ptr")})
     return {k: v for k, v in fold_args.items() if k.endswith("_ptr")}
 

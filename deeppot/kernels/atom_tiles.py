@@ -573,7 +573,7 @@ def _t_bar_args(t_bar, m1: int) -> tuple[Tensor, dict]:
     arguments that say which."""
     if not isinstance(t_bar, FoldedTBar):
         return t_bar.contiguous(), {}
-    d_desc, t_mat, pos, _ = t_bar
+    d_desc, t_mat, pos = t_bar
     m2 = d_desc.shape[1] // m1
     fold = dict(dd_ptr=d_desc.contiguous(), pos_ptr=t_mat if pos is None else pos, out_ptr=torch.empty_like(t_mat),
                 FOLD=True, HAS_POS=pos is not None, M2=m2, KP=max(16, triton.next_power_of_2(m2)))

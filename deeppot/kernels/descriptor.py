@@ -303,10 +303,8 @@ def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool,
     if type_rows is None:
         type_rows = type_groups(center_type, d.ntypes)
     energy = torch.empty(len(t_mat), dtype=torch.float64, device=t_mat.device)
-    if fold:  # every type's dE/dD in D's rows
-        t_bar = descriptor_matrix.FoldedTBar(torch.empty_like(desc[0]), t_mat, desc[1], torch.cat(type_rows))
-    else:
-        t_bar = torch.empty_like(t_mat)  # every atom has one of the types: each row is written below
+    # fold: every type's dE/dD in D's rows; else dE/dT, every atom of one of the types, each row written below
+    t_bar = descriptor_matrix.FoldedTBar(torch.empty_like(desc[0]), t_mat, desc[1]) if fold else torch.empty_like(t_mat)
     bias = fitting.bias_atom_e + fitting.out_bias
     start = 0
     for t, idx in enumerate(type_rows):

@@ -140,12 +140,15 @@ def t_bar_from_desc_grad(d_desc: Tensor, t_mat: Tensor, index: Tensor | None = N
 
 class FoldedTBar(NamedTuple):
     """dE/dT not yet made, for a gradient kernel that makes its atoms' rows itself (`atom_tiles.FOLD_T_BAR`): dE/dD
-    (rows, M1 m2) with atom i at row pos[i] (row i where pos is None; index: each row's atom, pos's inverse) and T."""
+    (rows, M1 m2) with atom i at row pos[i] (row i where pos is None) and T."""
     d_desc: Tensor
     t_mat: Tensor
     pos: Tensor | None = None
-    index: Tensor | None = None
 
     def made(self) -> Tensor:
-        """dE/dT (natoms, 4, M1), as `t_bar_from_desc_grad` makes it."""
-        return t_bar_from_desc_grad(self.d_desc, self.t_mat, self.index)
+        """dE/dT (natoms, 4, M1), as `t_bar_from_desc_grad` makes it (each row's atom: pos's inverse)."""
+        if self.pos is None:
+            return t_bar_from_desc_grad(self.d_desc, self.t_mat)
+        index = torch.empty_like(self.pos)
+        index[self.pos] = torch.arange(len(self.pos), device=self.pos.device)
+        return t_bar_from_desc_grad(self.d_desc, self.t_mat, index)

@@ -207,7 +207,7 @@ def test_gradient_making_dE_dT_equals_gradient_reading_it(case, products):
     scale = grad_ref.abs().max()
     assert scale > 0
     for folded in (descriptor_matrix.FoldedTBar(d_desc, t_mat),
-                   descriptor_matrix.FoldedTBar(d_desc[index], t_mat, pos, index)):
+                   descriptor_matrix.FoldedTBar(d_desc[index], t_mat, pos)):
         grad = atom_tiles.pair_grad_from_t_bar(d, rij, center_type, folded, products)
         torch.testing.assert_close(grad / scale, grad_ref / scale, **TOL[d.dtype])
         torch.testing.assert_close(folded.made(), descriptor_matrix.t_bar_from_desc_grad(d_desc, t_mat))
