@@ -167,15 +167,13 @@ def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3",
 def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3",
                          reach: Reach | None = None, rows: Tensor | None = None, into: tuple | None = None,
                          tile: tuple | None = None) -> Tensor | None:
-    """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1) (or a `descriptor_matrix.FoldedTBar`), T as in `descriptor_t`
-    (atom tiles where measured faster); zero on the slots skipped. `into`: (force, virial, owner, start), where the
-    atom tiles add the forces and virials themselves (None returned then; the one-atom kernel returns dE/dr_ij
-    whatever `into`); tile: the atom tiles' (ATOMS, SLOTS, warps) if not their default (`atom_tiles.gradient_tile`).
-    """
+    """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1) (or, for the atom tiles, a `descriptor_matrix.FoldedTBar`), T as
+    in `descriptor_t` (atom tiles where measured faster); zero on the slots skipped. `into`: (force, virial, owner,
+    start), where the atom tiles add the forces and virials themselves (None returned then; the one-atom kernel
+    returns dE/dr_ij whatever `into`); tile: the atom tiles' (ATOMS, SLOTS, warps) if not their default
+    (`atom_tiles.gradient_tile`)."""
     if atom_tiles.covers(rij.dtype, "grad"):
         return atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, precision, reach, rows, into, tile)
-    if isinstance(t_bar, descriptor_matrix.FoldedTBar):
-        t_bar = t_bar.made()
     return one_atom_pair_grad(d, rij, center_type, t_bar, precision, reach)
 
 
