@@ -87,13 +87,11 @@ def argument_type(a) -> str:
 
 
 def atom_tile_source(kernel: str, precision: str, tile: tuple[int, int, int], neuron: list[int], sel: list[int],
-                     products: str = "tf32x3", rows: bool = False, aligned: bool = False, fold: bool = False
-                     ) -> tuple[ASTSource, int]:
+                     products: str = "tf32x3", rows: bool = False, aligned: bool = False) -> tuple[ASTSource, int]:
     """The inference atom-tile kernel ("t" or "grad", `deeppot.kernels.atom_tiles`) of a water-like se_e2_a model at
     a given (ATOMS, SLOTS, warps), its float32 products in `products` ("tf32x3" or "f16x3"), as `_tiled_args` would
     launch it, and its warps; with `rows`, reading the slots' rows made beforehand (`atom_tiles.shared_rows`); with
-    `aligned`, its pointers 16-byte aligned as the launcher sees real tensors (vector loads); with `fold`, the
-    gradient making its atoms' dE/dT from dE/dD and T (`atom_tiles.FOLD_T_BAR`)."""
+    `aligned`, its pointers 16-byte aligned as the launcher sees real tensors (vector loads)."""
     from deeppot.kernels import atom_tiles
     from deeppot.model import EnergyModel
 
@@ -113,7 +111,7 @@ def atom_tile_source(kernel: str, precision: str, tile: tuple[int, int, int], ne
         tiles[kernel] = saved
     warps = meta.pop("num_warps")
     outputs = [rij.new_empty(n, 4, meta["N3"])] if kernel == "t" else [rij.new_empty(n, 4, meta["N3"]), rij]
-    args = [*tensors, *outputs, n, nnei, 1, *_epilogue(model, kernel, outputs[0], meta, fold).values()]
+    args = [*tensors, *outputs, n, nnei, 1, *_epilogue(model, kernel, outputs[0], meta).values()]
     fn = atom_tiles._tiled_t_kernel if kernel == "t" else atom_tiles._tiled_grad_kernel
     names = [a for a in fn.arg_names if a not in meta]
     sig = {name: argument_type(a) for name, a in zip(names, args, strict=True)}
@@ -122,25 +120,18 @@ def atom_tile_source(kernel: str, precision: str, tile: tuple[int, int, int], ne
     return ASTSource(fn, sig, constexprs=meta, attrs=attrs if aligned else None), warps
 
 
-def _epilogue(model, kernel: str, t_mat: torch.Tensor, meta: dict, fold: bool = False) -> dict:
+def _epilogue(model, kernel: str, t_mat: torch.Tensor, meta: dict) -> dict:
     """The atom-tile kernels' arguments after nstat as the Evaluator's stage launches them (constants into meta):
-    the T kernel adds the tail and writes D at each type's positions; the gradient kernel, with fold, reads dE/dD
-    at each type's positions to make dE/dT (`atom_tiles.FOLD_T_BAR`), else nothing."""
+    the T kernel adds the tail and writes D at each type's positions; the gradient kernel has none."""
     from deeppot.kernels import atom_tiles
-    from deeppot.kernels.descriptor_matrix import FoldedTBar
     from deeppot.kernels.reach import full_reach
 
+    if kernel != "t":
+        return {}
     d, n = model.descriptor, t_mat.shape[0]
     desc = t_mat.new_empty(n, d.dim_out, dtype=model.fitting.dtype)
     pos = torch.zeros(n, dtype=torch.int64)
-    if kernel == "t":
-        return atom_tiles.epilogue_args(d, t_mat, full_reach(d, n, t_mat.device), (desc, pos), meta, meta["N3"])
-    if not fold:
-        meta.update(dd_ptr=None, pos_ptr=None, out_ptr=None, FOLD=False, HAS_POS=False, M2=16, KP=16)
-        return {}
-    fold_args = atom_tiles._t_bar_args(FoldedTBar(desc, t_mat, pos), meta["N3"])[1]
-    meta.update({k: v for k, v in fold_args.items() if not k.endswith("_ptr")})
-    return {k: v for k, v in fold_args.items() if k.endswith("_ptr")}
+    return atom_tiles.epilogue_args(d, t_mat, full_reach(d, n, t_mat.device), (desc, pos), meta, meta["N3"])
 
 
 def atom_tile_report(kernel: str, precision: str, tile: tuple[int, int, int], neuron: list[int], sel: list[int],

@@ -32,7 +32,6 @@ from torch import Tensor
 
 from deeppot.kernels import embedding
 from deeppot.kernels.activation import TANH_SCALE
-from deeppot.kernels.descriptor_matrix import FoldedTBar
 from deeppot.kernels.env_rows import back_to_pairs, env_rows_once, net_args
 from deeppot.kernels.precision import has_tma, scaled, within_stacked_limit
 from deeppot.kernels.reach import Reach, add_tail, block_layout, suffix_table, tile_tops
@@ -113,13 +112,6 @@ READ_AHEAD = frozenset({"t", "grad"})
 # models without exclude_types, instead of `reach`'s tail kernel after it (it always does where it writes D too,
 # `descriptor.D_IN_T_KERNEL`).
 FUSED_TAIL = True
-# The precisions whose gradient kernel makes its atoms' dE/dT itself from dE/dD and T (`_tile_t_bar_folded`, as
-# `descriptor_matrix._t_bar_kernel`), where the stage hands it a `FoldedTBar`: the dE/dT kernel (0.37 ms of run 265's
-# 98,304-atom water call, reading 0.79 GB and writing 0.16 GB) and the gradient's read of its output go, for 0.79 GB
-# read at each program's start, under the other programs' arithmetic. Prepared for float32 (run 269; sm_90 SASS
-# of water's f16x3 gradient on (4, 16, 4): its chunk loop unchanged, 2,513 instructions and 100 B spilled, and
-# ~1,400 instructions a thread more once a program), not timed: none.
-FOLD_T_BAR: frozenset = frozenset()
 
 
 def covers(dtype: torch.dtype, kernel: str) -> bool:
@@ -132,7 +124,7 @@ if embedding.triton is not None:
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     from deeppot.kernels.activation import _P2LOG2E, _tanh, _tanh_prescaled
-    from deeppot.kernels.descriptor_matrix import _desc_grad_rows, _descriptor_rows, _t_bar_row
+    from deeppot.kernels.descriptor_matrix import _descriptor_rows
     from deeppot.kernels.embedding import (
         _chunk_weights,
         _columns,
@@ -176,25 +168,6 @@ if embedding.triton is not None:
         scale = 1.0 / tl.cast(nnei, tbar_ptr.dtype.element_ty)  # in float64 for float64 kernels
         return (tl.load(tb, mask=ok, other=0.0) * scale, tl.load(tb + M, mask=ok, other=0.0) * scale,
                 tl.load(tb + 2 * M, mask=ok, other=0.0) * scale, tl.load(tb + 3 * M, mask=ok, other=0.0) * scale)
-
-    @triton.jit
-    def _tile_t_bar_folded(dd_ptr, pos_ptr, t_ptr, out_ptr, first, n, nnei, col, col_ok, ATOMS: tl.constexpr,
-                           M: tl.constexpr, M2: tl.constexpr, KP: tl.constexpr, HAS_POS: tl.constexpr):
-        """`_tile_t_bar`'s rows made here from the atoms' dE/dD (atom i at row pos[i] of dd_ptr, or row i) and T
-        (t_ptr, (n, 4, M)): `descriptor_matrix._t_bar_kernel`'s math in this kernel's columns (`FOLD_T_BAR`). They
-        go through out_ptr (n, 4, M) and are read back as `_tile_t_bar` reads them: in the layout of the reductions
-        that made them, the chunk loop converted them again in every chunk (sm_90 SASS: 24 more barriers a chunk)."""
-        atom = first + tl.arange(0, ATOMS)
-        real = atom < n
-        rows = tl.load(pos_ptr + atom, mask=real, other=0).to(tl.int64) if HAS_POS else atom
-        k = tl.arange(0, KP)
-        dd = _desc_grad_rows(dd_ptr, rows, real, col, col_ok, k, M, M2, t_ptr.dtype.element_ty)
-        out = out_ptr + (atom * 4 * M)[:, None] + col[None, :]
-        ok = real[:, None] & col_ok[None, :]
-        for c in tl.static_range(4):
-            tl.store(out + c * M, _t_bar_row(dd, t_ptr, atom, real, c, col, col_ok, k, M, M2), mask=ok)
-        tl.debug_barrier()  # every thread's stores before any thread's loads
-        return _tile_t_bar(out_ptr, first, n, nnei, col, col_ok, ATOMS, M)
 
     @triton.jit
     def _t_chunk(acc, rij_ptr, stat_ptr, geo_ptr, rows_ptr, centre, ctype, slot, live, nnei, nstat, corner,
@@ -392,17 +365,12 @@ if embedding.triton is not None:
                            NTYPES: tl.constexpr, ONE_SIDE: tl.constexpr, ATOMS: tl.constexpr, SLOTS: tl.constexpr,
                            MAX_SEL: tl.constexpr, PRECISION: tl.constexpr, STACK: tl.constexpr,
                            ROWS: tl.constexpr, PRESCALED: tl.constexpr, HOIST: tl.constexpr,
-                           AHEAD: tl.constexpr = 0, dd_ptr=None, pos_ptr=None, out_ptr=None, FOLD: tl.constexpr = False,
-                           HAS_POS: tl.constexpr = False, M2: tl.constexpr = 16, KP: tl.constexpr = 16):
+                           AHEAD: tl.constexpr = 0):
         HELD: tl.constexpr = isinstance(w2_ptr, tl.tensor_descriptor)  # `HOLD_WEIGHTS`
-        # tb_c (ATOMS, M1): row c of the program's atoms' t_bar / nnei; FOLD: tbar_ptr is T, made from dE/dD here
+        # tb_c (ATOMS, M1): row c of the program's atoms' t_bar / nnei
         first, _, centre, real, ctype, lane = _tile(type_ptr, n, ATOMS, SLOTS)
         col, col_ok = _columns(L3[0], L3[1], L3[2])
-        if FOLD:
-            tb0, tb1, tb2, tb3 = _tile_t_bar_folded(dd_ptr, pos_ptr, tbar_ptr, out_ptr, first, n, nnei, col, col_ok,
-                                                    ATOMS, N3, M2, KP, HAS_POS)
-        else:
-            tb0, tb1, tb2, tb3 = _tile_t_bar(tbar_ptr, first, n, nnei, col, col_ok, ATOMS, N3)
+        tb0, tb1, tb2, tb3 = _tile_t_bar(tbar_ptr, first, n, nnei, col, col_ok, ATOMS, N3)
         for tc in range(1 if ONE_SIDE else NTYPES):
             mine = real if ONE_SIDE else real & (ctype == tc)
             if tl.max(mine.to(tl.int32), axis=0) > 0:
@@ -555,26 +523,13 @@ def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, pre
                          tile: tuple | None = None) -> Tensor | None:
     """As `deeppot.kernels.descriptor.pair_grad_from_t_bar`; `rows`: the slots' `shared_rows`, if made (the
     kernel overwrites them with dE/dR_ij); `into`: (force, virial, owner, start), where the forces and virials go
-    (`scatter.back_and_scatter`) instead of dE/dr_ij being returned (None then); tile: as `_tiled_args`. t_bar: dE/dT,
-    or dE/dD and T (`descriptor_matrix.FoldedTBar`), from which the kernel makes its atoms' dE/dT."""
+    (`scatter.back_and_scatter`) instead of dE/dr_ij being returned (None then); tile: as `_tiled_args`."""
     tensors, meta, tops = _tiled_args(d, rij, center_type, precision, "grad", reach, rows, tile)
     n, nnei = rij.shape[:2]
     # dE/dR_ij where the tiles walk, by `_row_at`: over each slot's own row if made
     q = rij.new_empty(triton.cdiv(n * nnei, 32), 4, 32) if rows is None else rows
-    t_bar, fold = _t_bar_args(t_bar, meta["N3"])
-    _tiled_grad_kernel[(len(tops),)](*tensors, t_bar, q, n, nnei, d.davg.numel(), **meta, **fold)
+    t_bar = t_bar.contiguous()
+    _tiled_grad_kernel[(len(tops),)](*tensors, t_bar, q, n, nnei, d.davg.numel(), **meta)
     if into is not None:
         return back_and_scatter(d, tensors, q, meta["ATOMS"], not d.type_one_side, *into)
     return back_to_pairs(d, tensors, q, meta["ATOMS"], per_type=not d.type_one_side)
-
-
-def _t_bar_args(t_bar, m1: int) -> tuple[Tensor, dict]:
-    """The gradient kernel's tbar_ptr (dE/dT, or T where it makes dE/dT itself from a `FoldedTBar`) and the
-    arguments that say which."""
-    if not isinstance(t_bar, FoldedTBar):
-        return t_bar.contiguous(), {}
-    d_desc, t_mat, pos = t_bar
-    m2 = d_desc.shape[1] // m1
-    fold = dict(dd_ptr=d_desc.contiguous(), pos_ptr=t_mat if pos is None else pos, out_ptr=torch.empty_like(t_mat),
-                FOLD=True, HAS_POS=pos is not None, M2=m2, KP=max(16, triton.next_power_of_2(m2)))
-    return t_mat.contiguous(), fold

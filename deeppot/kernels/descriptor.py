@@ -167,11 +167,10 @@ def descriptor_t(d, rij: Tensor, center_type: Tensor, precision: str = "tf32x3",
 def pair_grad_from_t_bar(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, precision: str = "tf32x3",
                          reach: Reach | None = None, rows: Tensor | None = None, into: tuple | None = None,
                          tile: tuple | None = None) -> Tensor | None:
-    """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1) (or, for the atom tiles, a `descriptor_matrix.FoldedTBar`), T as
-    in `descriptor_t` (atom tiles where measured faster); zero on the slots skipped. `into`: (force, virial, owner,
-    start), where the atom tiles add the forces and virials themselves (None returned then; the one-atom kernel
-    returns dE/dr_ij whatever `into`); tile: the atom tiles' (ATOMS, SLOTS, warps) if not their default
-    (`atom_tiles.gradient_tile`)."""
+    """dE/dr_ij (n, nnei, 3) from dE/dT (n, 4, M1), T as in `descriptor_t` (atom tiles where measured faster);
+    zero on the slots skipped. `into`: (force, virial, owner, start), where the atom tiles add the forces and
+    virials themselves (None returned then; the one-atom kernel returns dE/dr_ij whatever `into`); tile: the atom
+    tiles' (ATOMS, SLOTS, warps) if not their default (`atom_tiles.gradient_tile`)."""
     if atom_tiles.covers(rij.dtype, "grad"):
         return atom_tiles.pair_grad_from_t_bar(d, rij, center_type, t_bar, precision, reach, rows, into, tile)
     return one_atom_pair_grad(d, rij, center_type, t_bar, precision, reach)
@@ -221,22 +220,20 @@ def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
                             functools.partial(atom_tiles.shared_rows, precision=precision, grad_tile=grad_tile),
                             type_rows,
                             desc_in_t=atom_tiles.covers(rij.dtype, "t") and D_IN_T_KERNEL, scatter_into=scatter_into,
-                            rows=rows, fold=rij.dtype in atom_tiles.FOLD_T_BAR and atom_tiles.covers(rij.dtype, "grad"))
+                            rows=rows)
 
 
 def two_kernel_stage(model, rij: Tensor, center_type: Tensor, neighbor_type: Tensor, sync_free: bool,
                      t_kernel, grad_kernel, precision: str = "tf32x3", shared=None,
                      type_rows: list[Tensor] | None = None, desc_in_t: bool = False,
-                     scatter_into: tuple | None = None, rows: Tensor | None = None, fold: bool = False
-                     ) -> tuple[Tensor, Tensor | None]:
+                     scatter_into: tuple | None = None, rows: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
     """A pair stage from its two kernels (T from the pairs; dE/dr_ij from dE/dT), shared by the uncompressed and
     compressed families: both skip the padding after each list's last neighbour (`deeppot.kernels.reach`, which
     also handles exclude_types), the fitting step between them (its float32 products at `precision`). `shared`:
     (d, rij, center_type, reach) -> keyword arguments both kernels take (what they would each make alike).
     desc_in_t: the T kernel takes `desc=` (`atom_tiles.descriptor_t`) and writes D for the fitting nets too.
     scatter_into: given to the gradient kernel as `into` (its dE/dr_ij, None where it scattered, is returned).
-    rows: what `shared` would make, made already (every slot's row: `rows_in_pairs`). fold: the gradient kernel
-    takes dE/dT unmade (`descriptor_matrix.FoldedTBar`), where D is made by the T kernel (desc_in_t)."""
+    rows: what `shared` would make, made already (every slot's row: `rows_in_pairs`)."""
     d = model.descriptor
     reach = find_reach(d, center_type, neighbor_type)
     rij = excluded_as_padding(d, rij, center_type, neighbor_type)
@@ -245,8 +242,8 @@ def two_kernel_stage(model, rij: Tensor, center_type: Tensor, neighbor_type: Ten
         type_rows = type_groups(center_type, d.ntypes)  # a host sync
     desc = desc_rows(model, center_type, sync_free, type_rows) if desc_in_t else None
     t_mat = t_kernel(d, rij, center_type, reach=reach, **extra, **({} if desc is None else {"desc": desc}))
-    energy, t_bar = energy_and_t_bar(model, t_mat, center_type, sync_free, precision, type_rows, desc,
-                                     fold and desc is not None)
+    energy, t_bar = energy_and_t_bar(model, t_mat, center_type, sync_free, precision, type_rows,
+                                     None if desc is None else desc[0])
     into = {"into": scatter_into} if scatter_into is not None and SCATTER_IN_STAGE else {}
     return energy, grad_kernel(d, rij, center_type, t_bar, reach=reach, **extra, **into)
 
@@ -280,38 +277,34 @@ def desc_rows(model, center_type: Tensor, sync_free: bool, type_rows: list[Tenso
 
 
 def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool, precision: str = "tf32x3",
-                     type_rows: list[Tensor] | None = None, desc: tuple[Tensor, Tensor | None] | None = None,
-                     fold: bool = False) -> tuple[Tensor, Tensor | descriptor_matrix.FoldedTBar]:
+                     type_rows: list[Tensor] | None = None, desc: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Between the two kernels of a fused stage: atomic energies (n,) float64 and dE/dT (n, 4, M1) from T, the
     fitting nets on their own type's atoms (by `type_rows`, or index lists made here: a host sync) or, sync_free,
     on every atom. D and dE/dT go through `deeppot.kernels.descriptor_matrix`, which reads and writes a type's rows
     by index; the nets through `deeppot.kernels.fitting_stack.value_and_input_grad` (`fitting_gemm`'s where the
-    stack does not apply: every net on every atom of several types). desc: (D, pos) already made (`desc_rows`'
-    layout: each type's rows together in `type_rows` order, or every atom in its own row). fold (desc given): dE/dT
-    unmade, dE/dD in desc's layout (`descriptor_matrix.FoldedTBar`)."""
+    stack does not apply: every net on every atom of several types). desc: D already made
+    (`desc_rows`' layout: each type's rows together in `type_rows` order, or every atom in its own row)."""
     d, fitting = model.descriptor, model.fitting
     fit = functools.partial(fitting_stack.value_and_input_grad, precision=precision)
-    assert desc is not None or not fold, "dE/dD folded into the gradient kernel takes D's layout"
     if d.ntypes == 1 or sync_free:
-        d_mat = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype) if desc is None else desc[0]
-        energy, d_desc = analytic.atomic_energy_and_grad(fitting, d_mat[None], center_type[None], fit=fit)
-        if fold:
-            return energy[0], descriptor_matrix.FoldedTBar(d_desc[0], t_mat)
+        if desc is None:
+            desc = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype)
+        energy, d_desc = analytic.atomic_energy_and_grad(fitting, desc[None], center_type[None],
+                                                         fit=fit)
         return energy[0], descriptor_matrix.t_bar_from_desc_grad(d_desc[0], t_mat)
+    energy = torch.empty(len(t_mat), dtype=torch.float64, device=t_mat.device)
+    t_bar = torch.empty_like(t_mat)  # every atom has one of the types: each row is written below
+    bias = fitting.bias_atom_e + fitting.out_bias
     if type_rows is None:
         type_rows = type_groups(center_type, d.ntypes)
-    energy = torch.empty(len(t_mat), dtype=torch.float64, device=t_mat.device)
-    # fold: every type's dE/dD in D's rows; else dE/dT, every atom of one of the types, each row written below
-    t_bar = descriptor_matrix.FoldedTBar(torch.empty_like(desc[0]), t_mat, desc[1]) if fold else torch.empty_like(t_mat)
-    bias = fitting.bias_atom_e + fitting.out_bias
     start = 0
     for t, idx in enumerate(type_rows):
-        rows = slice(start, start + len(idx))
-        desc_t = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype, idx) if desc is None \
-            else desc[0][rows]
-        value, d_desc = fit(fitting.nets, desc_t, t, grad_out=t_bar.d_desc[rows] if fold else None)
+        if desc is None:
+            desc_t = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype, idx)
+        else:
+            desc_t = desc[start:start + len(idx)]
+            start += len(idx)
+        value, d_desc = fit(fitting.nets, desc_t, t)
         energy[idx] = value[:, 0].to(torch.float64) + bias[t]
-        if not fold:
-            descriptor_matrix.t_bar_from_desc_grad(d_desc, t_mat, idx, t_bar)
-        start += len(idx)
+        descriptor_matrix.t_bar_from_desc_grad(d_desc, t_mat, idx, t_bar)
     return energy, t_bar

@@ -13,8 +13,6 @@ Tests: tests/kernels/test_descriptor_matrix.py (GPU, or Triton's interpreter on 
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import torch
 from torch import Tensor
 
@@ -40,12 +38,7 @@ if embedding.triton is not None:
     @triton.jit
     def _t_row(t_ptr, atom, real, c, cols, width, M1: tl.constexpr):
         """Row c of the atoms' T (ATOMS, columns cols < width)."""
-        return _t_row_of(t_ptr, atom, real, c, cols, cols < width, M1)
-
-    @triton.jit
-    def _t_row_of(t_ptr, atom, real, c, cols, cols_ok, M1: tl.constexpr):
-        """Row c of the atoms' T (ATOMS, columns cols where cols_ok), 0 elsewhere."""
-        ok = real[:, None] & cols_ok[None, :]
+        ok = real[:, None] & (cols < width)[None, :]
         return tl.load(t_ptr + (atom * 4 + c)[:, None] * M1 + cols[None, :], mask=ok, other=0.0)
 
     @triton.jit
@@ -78,29 +71,18 @@ if embedding.triton is not None:
                       KP: tl.constexpr, ATOMS: tl.constexpr, HAS_INDEX: tl.constexpr):
         rows, real, atom = _rows(idx_ptr, n, ATOMS, HAS_INDEX)
         m, k = tl.arange(0, MP), tl.arange(0, KP)
-        dd = _desc_grad_rows(dd_ptr, rows, real, m, m < M1, k, M1, M2, t_ptr.dtype.element_ty)
+        ok = real[:, None, None] & ((m < M1)[:, None] & (k < M2)[None, :])[None, :, :]
+        dd = tl.load(dd_ptr + rows[:, None, None] * (M1 * M2) + (m[:, None] * M2 + k[None, :])[None, :, :], mask=ok,
+                     other=0.0).to(t_ptr.dtype.element_ty)  # dE/dD (ATOMS, m, k)
+        onehot = (m[:, None] == k[None, :]).to(t_ptr.dtype.element_ty)  # column k of the T< factor is column m = k
         for c in tl.static_range(4):
+            # dE/dT[c, m] = sum_k dD[m, k] T[c, k]  +  (m < m2) sum_a dD[a, m] T[c, a]
+            through_t = tl.sum(dd * _t_row(t_ptr, atom, real, c, k, M2, M1)[:, None, :], axis=2)
+            through_lt = tl.sum(dd * _t_row(t_ptr, atom, real, c, m, M1, M1)[:, :, None], axis=1)
+            t_bar = through_t + tl.sum(through_lt[:, None, :] * onehot[None, :, :], axis=2)
             out = out_ptr + (atom * 4 + c)[:, None] * M1 + m[None, :]
-            t_bar = _t_bar_row(dd, t_ptr, atom, real, c, m, m < M1, k, M1, M2)
             tl.store(out, t_bar, mask=real[:, None] & (m < M1)[None, :])
 
-    @triton.jit
-    def _desc_grad_rows(dd_ptr, rows, real, m, m_ok, k, M1: tl.constexpr, M2: tl.constexpr, dtype: tl.constexpr):
-        """dE/dD (ATOMS, m, k) of the atoms at rows `rows` of dd_ptr (n, M1 * M2) in dtype, 0 where not m_ok (also
-        the prologue of the inference gradient kernel, `atom_tiles.FOLD_T_BAR`, whose columns m are its layout's)."""
-        ok = real[:, None, None] & (m_ok[:, None] & (k < M2)[None, :])[None, :, :]
-        at = dd_ptr + rows[:, None, None] * (M1 * M2) + (m[:, None] * M2 + k[None, :])[None, :, :]
-        return tl.load(at, mask=ok, other=0.0).to(dtype)
-
-    @triton.jit
-    def _t_bar_row(dd, t_ptr, atom, real, c, m, m_ok, k, M1: tl.constexpr, M2: tl.constexpr):
-        """Row c of the atoms' dE/dT (ATOMS, columns m) from their dE/dD (ATOMS, m, k) (`_desc_grad_rows`):
-        dE/dT[c, m] = sum_k dD[m, k] T[c, k]  +  (m < m2) sum_a dD[a, m] T[c, a]. (`tl.gather` in place of the
-        one-hot product failed Triton 3.6's sm_90 compile in the gradient kernel: an assertion, not warp-local.)"""
-        through_t = tl.sum(dd * _t_row(t_ptr, atom, real, c, k, M2, M1)[:, None, :], axis=2)
-        through_lt = tl.sum(dd * _t_row_of(t_ptr, atom, real, c, m, m_ok, M1)[:, :, None], axis=1)
-        onehot = ((m[:, None] == k[None, :]) & m_ok[:, None]).to(dd.dtype)  # column k of T< is column m = k
-        return through_t + tl.sum(through_lt[:, None, :] * onehot[None, :, :], axis=2)
 
 def _launch(n: int, index: Tensor | None, t_mat: Tensor, m2: int) -> tuple[tuple, Tensor, dict]:
     m1 = t_mat.shape[-1]
@@ -136,19 +118,3 @@ def t_bar_from_desc_grad(d_desc: Tensor, t_mat: Tensor, index: Tensor | None = N
         grid, idx, meta = _launch(n, index, t_mat, d_desc.shape[-1] // m1)
         _t_bar_kernel[grid](d_desc.contiguous(), t_mat, idx, out, n, **meta)
     return out
-
-
-class FoldedTBar(NamedTuple):
-    """dE/dT not yet made, for a gradient kernel that makes its atoms' rows itself (`atom_tiles.FOLD_T_BAR`): dE/dD
-    (rows, M1 m2) with atom i at row pos[i] (row i where pos is None) and T."""
-    d_desc: Tensor
-    t_mat: Tensor
-    pos: Tensor | None = None
-
-    def made(self) -> Tensor:
-        """dE/dT (natoms, 4, M1), as `t_bar_from_desc_grad` makes it (each row's atom: pos's inverse)."""
-        if self.pos is None:
-            return t_bar_from_desc_grad(self.d_desc, self.t_mat)
-        index = torch.empty_like(self.pos)
-        index[self.pos] = torch.arange(len(self.pos), device=self.pos.device)
-        return t_bar_from_desc_grad(self.d_desc, self.t_mat, index)

@@ -242,29 +242,21 @@ def _input_grad_weights(nets, net: int, w1: Tensor) -> Tensor | None:
     return _kept(params[0], ("stack input grad", net), make, also=tuple(params[1:]))
 
 
-def input_grad(gz_parts: Tensor, w_parts: Tensor, out: Tensor | None = None) -> Tensor:
-    """gz1 W1^T (rows, n0) float32 from `hidden_stack(parts=True)`'s gz1 and `_input_grad_weights`, into out if
-    given (rows of a larger tensor: `descriptor.energy_and_t_bar`'s dE/dD of every type, `FOLD_T_BAR`)."""
+def input_grad(gz_parts: Tensor, w_parts: Tensor) -> Tensor:
+    """gz1 W1^T (rows, n0) float32 from `hidden_stack(parts=True)`'s gz1 and `_input_grad_weights`."""
     if gz_parts.is_cuda:
         zero = gz_parts.new_zeros((), dtype=torch.float32)  # beta = 0: not read
-        return torch.addmm(zero, gz_parts, w_parts, beta=0.0, alpha=2.0**-11, out_dtype=torch.float32, out=out)
-    return _into((gz_parts.float() @ w_parts.float()) * 2.0**-11, out)  # the CPU's twin (Triton's interpreter)
+        return torch.addmm(zero, gz_parts, w_parts, beta=0.0, alpha=2.0**-11, out_dtype=torch.float32)
+    return (gz_parts.float() @ w_parts.float()) * 2.0**-11  # the CPU's twin (Triton's interpreter tests)
 
 
-def _into(x: Tensor, out: Tensor | None) -> Tensor:
-    return x if out is None else out.copy_(x)
-
-
-def value_and_input_grad(nets, x: Tensor, k: int | None, precision: str, grad_out: Tensor | None = None
-                         ) -> tuple[Tensor, Tensor]:
+def value_and_input_grad(nets, x: Tensor, k: int | None, precision: str) -> tuple[Tensor, Tensor]:
     """`fitting_gemm.value_and_input_grad`'s contract (value (rows, 1), dE/dx (rows, n0)) through the stack where it
-    `applies` (net k on its rows x (rows, n0), or the one net (k None) on x (1, rows, n0)); else that function.
-    grad_out: (rows, n0), where dE/dx goes (copied there where not written there)."""
+    `applies` (net k on its rows x (rows, n0), or the one net (k None) on x (1, rows, n0)); else that function."""
     one_net = k is None and x.dim() == 3 and len(x) == 1 and nets.layers[0].matrix.shape[0] == 1
     rows, net = (x[0], 0) if one_net else (x, k)
     if net is None or not applies(nets, rows, precision):
-        value, grad = fitting_gemm.value_and_input_grad(nets, x, k, precision)
-        return value, _into(grad, grad_out)
+        return fitting_gemm.value_and_input_grad(nets, x, k, precision)
     hidden, w_out, b_out = fitting._unpack(*fitting._flat_params(nets, net))
     w1, b1, idt1 = hidden[0]
     a1, h1 = fitting_gemm.layer_forward(rows[None], w1, b1, idt1, fitting.NONE, "f16x3")
@@ -272,9 +264,6 @@ def value_and_input_grad(nets, x: Tensor, k: int | None, precision: str, grad_ou
     programs = PROGRAMS_PER_SM * multiprocessors(x.device) if x.is_cuda else None
     w_parts = _input_grad_weights(nets, net, w1)
     value, gz1 = hidden_stack(h1[0], a1[0], ops, programs=programs, parts=w_parts is not None)
-    if w_parts is None:
-        grad = _into(fitting_gemm.product_t(gz1[None], w1, "f16x3")[0], grad_out)
-    else:
-        grad = input_grad(gz1, w_parts, grad_out)
+    grad = fitting_gemm.product_t(gz1[None], w1, "f16x3")[0] if w_parts is None else input_grad(gz1, w_parts)
     value = value[:, None]
     return (value[None], grad[None]) if one_net else (value, grad)

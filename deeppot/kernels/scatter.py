@@ -24,11 +24,6 @@ from torch import Tensor
 from deeppot.kernels import embedding
 from deeppot.model.energy_model import forces_and_virial as forces_and_virial_reference
 
-# Warps a centre in `back_and_scatter`. sm_90 SASS (water's 138 slots on 256 lanes): one warp takes 128 registers a
-# thread, so 16 warps fit a multiprocessor for the kernel's loads and float64 atomics; two warps take 63 (32 warps
-# a multiprocessor, at the cost of barriers in the per-centre sums). Two prepared in run 268, not yet timed: one.
-BACK_SCATTER_WARPS = 1
-
 if embedding.triton is not None:
     import triton
     import triton.language as tl
@@ -218,11 +213,14 @@ def back_and_scatter(d, args: list, q: Tensor, atoms: int, per_type: bool, force
     `env_args`, the tiles' tops last), without dE/dr_ij ever stored."""
     rij, types, stats, geo, starts, tops = args[:6]
     n, nnei = rij.shape[:2]
+    # One warp a centre. Two take half the registers a thread (sm_90 SASS: 63 against 128) but were slower on an
+    # H100 (run 270: 0.46 -> 0.58 ms at 98,304 water atoms, 0.40 -> 0.54 on copper), and copper's forces moved by
+    # 4e-3 relative with them, unexplained; so the kernel is not offered other counts.
     if n == 0:
         return
     _back_scatter_kernel[(n,)](rij, types, stats, geo, starts, tops, q, owner.contiguous(), force, virial, start,
                                nnei, d.davg.numel(), NTYPES=d.ntypes, ATOMS=atoms, PER_TYPE=per_type,
-                               WIDTH=q.shape[1], NNEI=triton.next_power_of_2(nnei), num_warps=BACK_SCATTER_WARPS)
+                               WIDTH=q.shape[1], NNEI=triton.next_power_of_2(nnei), num_warps=1)
 
 
 __all__ = ["TrainingForces", "back_and_scatter", "scatter_forces_and_virial", "training_forces_and_virial"]

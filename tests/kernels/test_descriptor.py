@@ -185,51 +185,6 @@ def test_atom_tiles_equal_one_atom_kernels(monkeypatch, atoms, slots, case):
     torch.testing.assert_close(grad / scale, grad_ref / scale, **TOL[d.dtype])
 
 
-@pytest.mark.parametrize(("case", "products"), [(4, "tf32x3"), (5, "f16x3"), (3, "tf32x3")])
-def test_gradient_making_dE_dT_equals_gradient_reading_it(case, products):
-    """The atom-tile gradient kernel given dE/dD and T (`FoldedTBar`, `atom_tiles.FOLD_T_BAR`) makes each atom's
-    dE/dT itself: the same dE/dr_ij as from dE/dT made by `descriptor_matrix.t_bar_from_desc_grad`, with dE/dD in
-    the atoms' rows and in a shuffled order (pos); float64 and float32 (8 atoms a program), widths whose register
-    layout pads (case 4: 7 columns; case 3: 12 of 16)."""
-    from deeppot.kernels import atom_tiles, descriptor_matrix
-
-    model, rij, _, center_type, _ = chunk_of(*CASES[case], seed=6)
-    d = model.descriptor
-    t_mat = kernels.descriptor_t(d, rij, center_type, products)
-    m1, n = t_mat.shape[-1], len(t_mat)
-    d_desc = torch.randn(n, m1 * d.axis_neuron, generator=torch.Generator().manual_seed(3), dtype=t_mat.dtype)
-    d_desc = d_desc.to(DEVICE)
-    grad_ref = atom_tiles.pair_grad_from_t_bar(d, rij, center_type, descriptor_matrix.t_bar_from_desc_grad(
-        d_desc, t_mat), products)
-    index = torch.randperm(n, generator=torch.Generator().manual_seed(4)).to(DEVICE)  # each row's atom
-    pos = torch.empty_like(index)
-    pos[index] = torch.arange(n, device=DEVICE)
-    scale = grad_ref.abs().max()
-    assert scale > 0
-    for folded in (descriptor_matrix.FoldedTBar(d_desc, t_mat),
-                   descriptor_matrix.FoldedTBar(d_desc[index], t_mat, pos)):
-        grad = atom_tiles.pair_grad_from_t_bar(d, rij, center_type, folded, products)
-        torch.testing.assert_close(grad / scale, grad_ref / scale, **TOL[d.dtype])
-        torch.testing.assert_close(folded.made(), descriptor_matrix.t_bar_from_desc_grad(d_desc, t_mat))
-
-
-@pytest.mark.parametrize(("sync_free", "type_one_side"), [(False, False), (True, False), (False, True)])
-def test_fused_stage_with_dE_dT_made_in_the_gradient_kernel(monkeypatch, sync_free, type_one_side):
-    """The stage with `FOLD_T_BAR`: dE/dD of every type goes into D's rows (`fitting_stack`'s grad_out) and the
-    gradient kernel makes dE/dT, which the dE/dT kernel no longer does; float64 outputs equal the reference stage's
-    (each net on its own type's atoms, or with sync_free every net on every atom)."""
-    from deeppot.kernels import atom_tiles, descriptor_matrix
-
-    monkeypatch.setattr(atom_tiles, "FOLD_T_BAR", {torch.float64})
-    monkeypatch.setattr(descriptor_matrix, "t_bar_from_desc_grad", lambda *_, **__: pytest.fail("dE/dT made"))
-    model, *chunk = chunk_of(type_one_side, "float64", (4, 8, 16), (24, 24), 2, seed=3)
-    energy, grad = kernels.fused_pair_stage(model, *chunk, sync_free=sync_free)
-    energy_ref, grad_ref = reference_pair_stage(model, *chunk)
-    torch.testing.assert_close(energy, energy_ref, rtol=1e-12, atol=1e-12)
-    torch.testing.assert_close(grad, grad_ref, rtol=1e-10, atol=1e-12)
-    assert grad_ref.abs().max() > 1e-5
-
-
 def held_tiles(d, rij, center_type, kernel: str) -> list[int]:
     """The rows of each TMA descriptor's tile in an f16x3 atom-tile kernel's arguments."""
     from triton.tools.tensor_descriptor import TensorDescriptor
