@@ -102,10 +102,9 @@ def test_fused_stage_in_the_evaluator_by_type(monkeypatch, scatters, ordered, ro
     float64 outputs equal the reference stage's; scatters: the stage adds the forces and per-centre virials itself
     from its gradient kernel's dE/dR_ij (`scatter.back_and_scatter`), as in `Evaluator`; ordered: the chunks take
     the centres in the order of their neighbour counts (`deeppot.infer.order`), the types' rows its ranges; rows:
-    the pair data comes with every slot's environment row, which both kernels read (`rows_in_pairs`), and its
-    owners and types as int32, which the reach and scatter kernels read, and the scatter takes two warps a centre."""
+    the pair data comes with every slot's environment row, which both kernels read (`rows_in_pairs`)."""
     from deeppot.infer.order import centre_order
-    from deeppot.kernels import atom_tiles, pairs, scatter
+    from deeppot.kernels import atom_tiles
     from deeppot.kernels.pairs import pair_data
     from deeppot.kernels.scatter import scatter_forces_and_virial
 
@@ -118,11 +117,9 @@ def test_fused_stage_in_the_evaluator_by_type(monkeypatch, scatters, ordered, ro
     if ordered:
         fast["order"] = centre_order(flat, model.sel, 3, 7)
         assert not torch.equal(fast["order"].order, torch.arange(24, device=DEVICE))
-    if rows:  # with run 268's other prepared changes: int32 owners and types, two warps a centre in the scatter
+    if rows:  # with int32 owners and types, the default since run 270
         monkeypatch.setattr(atom_tiles, "ROWS", {model.descriptor.dtype})
         monkeypatch.setattr(kernels, "ROWS_IN_PAIRS", True)
-        monkeypatch.setattr(pairs, "INDEX", torch.int32)
-        monkeypatch.setattr(scatter, "BACK_SCATTER_WARPS", 2)
         assert kernels.rows_in_pairs(model)
         fast["pairs"] = functools.partial(pair_data, rows_of=model.descriptor)
         monkeypatch.setattr(atom_tiles, "shared_rows", lambda *_, **__: pytest.fail("rows made again"))
