@@ -121,13 +121,10 @@ class Evaluator:
         self.pairs = reference_pair_data  # a chunk's pair data, likewise
         self.stage_scatters = self.fused  # the fused stages add the forces themselves (`evaluate_flat`)
         if self.fused:
-            from deeppot.kernels.descriptor import rows_in_pairs
             from deeppot.kernels.pairs import pair_data
             from deeppot.kernels.scatter import scatter_forces_and_virial as scatter
 
             self.scatter, self.pairs = scatter, pair_data
-            if rows_in_pairs(self.model):
-                self.pairs = functools.partial(pair_data, rows_of=self.model.descriptor)
         self.products = self._pick_products(tf32, products)
         if self.fused:
             self.pair_stage = functools.partial(self.pair_stage, precision=self.products)

@@ -178,7 +178,6 @@ def evaluate_flat(model: EnergyModel, flat: FlatNeighbors, chunk_atoms: int, pai
     own type's atoms. stage_scatters: the pair stage takes `scatter_into` (force, virial, nlist_loc, start) and
     adds the forces and per-centre virials itself where it returns no dE/dr_ij (the fused stages: without `atomic`).
     order: a `deeppot.infer.order.CentreOrder` of flat, in which the chunks take the centres (`pairs` takes it too).
-    A `pairs` that returns a fourth value (every slot's environment row) gives it to the stage as `rows`.
     """
     n, device = flat.ncentre, flat.nlist.device
     atom_energy = torch.empty(n, dtype=torch.float64, device=device)
@@ -187,15 +186,16 @@ def evaluate_flat(model: EnergyModel, flat: FlatNeighbors, chunk_atoms: int, pai
     by_type, ntypes = by_type and model.descriptor.ntypes > 1, model.descriptor.ntypes
     center_type, ordered = (flat.center_type, {}) if order is None else (order.center_type, {"order": order})
     for start, stop in chunks(n, chunk_atoms):
-        rij, nlist_loc, neighbor_type, *env = pairs(flat, start, stop, model.rcut, model.descriptor.dtype, **ordered)
-        extra = {"rows": env[0]} if env else {}  # the slots' environment rows, where `pairs` made them
+        rij, nlist_loc, neighbor_type = pairs(flat, start, stop, model.rcut, model.descriptor.dtype, **ordered)
         if by_type:
             key = (start, stop, ntypes)
-            extra["type_rows"] = flat.rows_by_type(*key) if order is None else order.type_rows[key]
+            rows = {"type_rows": flat.rows_by_type(*key) if order is None else order.type_rows[key]}
+        else:
+            rows = {}
         if stage_scatters and not atomic:
-            extra["scatter_into"] = (force, virial, nlist_loc, start)
+            rows["scatter_into"] = (force, virial, nlist_loc, start)
         energy, g = pair_stage(model, rij.to(model.descriptor.dtype), nlist_loc, center_type[start:stop],
-                               neighbor_type, **extra)
+                               neighbor_type, **rows)
         atom_energy[start:stop] = energy
         if g is None:  # added by the stage
             continue

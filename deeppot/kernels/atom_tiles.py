@@ -461,16 +461,11 @@ def _per_type(d) -> int:
     return 0 if d.type_one_side else d.ntypes
 
 
-def shares_rows(dtype: torch.dtype) -> bool:
-    """Whether both kernels of this precision read the slots' rows made once (`shared_rows`)."""
-    return dtype in ROWS and covers(dtype, "t") and covers(dtype, "grad")
-
-
 def shared_rows(d, rij: Tensor, center_type: Tensor, reach: Reach | None, precision: str = "tf32x3",
                 grad_tile: tuple | None = None) -> dict:
     """The slots' environment rows made once for both kernels of a pair stage (`rows=`), for precisions in
     `ROWS`; nothing otherwise. grad_tile: the gradient kernel's, if not the default."""
-    if not shares_rows(rij.dtype):
+    if rij.dtype not in ROWS or not (covers(rij.dtype, "t") and covers(rij.dtype, "grad")):
         return {}
     tiles = []
     for kernel in ("t", "grad"):

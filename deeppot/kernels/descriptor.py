@@ -44,11 +44,6 @@ D_IN_T_KERNEL_COMPRESSED = True
 # Whether a stage given `scatter_into` adds the forces and virials from its gradient kernel's dE/dR_ij in one kernel
 # (`scatter.back_and_scatter`), where `env_rows.back_to_pairs` wrote dE/dr_ij and `scatter` read it back.
 SCATTER_IN_STAGE = True
-# Whether the evaluator's pair-data kernel also makes every slot's environment row (`pairs.pair_data`'s rows_of)
-# for the atom tiles, where `env_rows.env_rows_once` reads the stored r_ij back for the slots the tiles visit: the
-# rows kernel's launch and its read of r_ij go (run 265: 0.15 ms at 98,304 water atoms), every slot's row is written
-# where the tiles' visited ones were (~71% of water's). Prepared in run 268, not yet timed on a GPU: off.
-ROWS_IN_PAIRS = False
 
 if embedding.triton is not None:
     import triton
@@ -201,8 +196,7 @@ def one_atom_pair_grad(d, rij: Tensor, center_type: Tensor, t_bar: Tensor, preci
 
 def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor, neighbor_type: Tensor,
                      precision: str = "tf32x3", sync_free: bool = False, type_rows: list[Tensor] | None = None,
-                     scatter_into: tuple | None = None, grad_tile: tuple | None = None, rows: Tensor | None = None
-                     ) -> tuple[Tensor, Tensor | None]:
+                     scatter_into: tuple | None = None, grad_tile: tuple | None = None) -> tuple[Tensor, Tensor | None]:
     """Atomic energies (n,) float64 and dE/dr_ij (n, nnei, 3): the `deeppot.infer.evaluate` pair stage; with
     `scatter_into` (force, virial, owner, start: `evaluate_flat`'s) the forces and per-centre virials are added
     there (`deeppot.kernels.scatter.back_and_scatter`) and dE/dr_ij is None, where the atom tiles run.
@@ -211,33 +205,30 @@ def fused_pair_stage(model, rij: Tensor, nlist_loc: Tensor, center_type: Tensor,
     these; made here when not given: a host sync), or with `sync_free` every net on every atom (for CUDA graphs).
     precision of the float32 products (embedding nets and fitting nets): "f16x3" or "tf32x3" (float32-level
     accuracy, `deeppot.kernels.precision`) or the mixed-precision opt-in "tf32". grad_tile: the gradient kernel's
-    atom tile, if not the default (`atom_tiles.gradient_tile`). rows: every slot's environment row, made with the
-    pair data (`rows_in_pairs`).
+    atom tile, if not the default (`atom_tiles.gradient_tile`).
     """
     return two_kernel_stage(model, rij, center_type, neighbor_type, sync_free,
                             functools.partial(descriptor_t, precision=precision),
                             functools.partial(pair_grad_from_t_bar, precision=precision, tile=grad_tile), precision,
                             functools.partial(atom_tiles.shared_rows, precision=precision, grad_tile=grad_tile),
                             type_rows,
-                            desc_in_t=atom_tiles.covers(rij.dtype, "t") and D_IN_T_KERNEL, scatter_into=scatter_into,
-                            rows=rows)
+                            desc_in_t=atom_tiles.covers(rij.dtype, "t") and D_IN_T_KERNEL, scatter_into=scatter_into)
 
 
 def two_kernel_stage(model, rij: Tensor, center_type: Tensor, neighbor_type: Tensor, sync_free: bool,
                      t_kernel, grad_kernel, precision: str = "tf32x3", shared=None,
                      type_rows: list[Tensor] | None = None, desc_in_t: bool = False,
-                     scatter_into: tuple | None = None, rows: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+                     scatter_into: tuple | None = None) -> tuple[Tensor, Tensor | None]:
     """A pair stage from its two kernels (T from the pairs; dE/dr_ij from dE/dT), shared by the uncompressed and
     compressed families: both skip the padding after each list's last neighbour (`deeppot.kernels.reach`, which
     also handles exclude_types), the fitting step between them (its float32 products at `precision`). `shared`:
     (d, rij, center_type, reach) -> keyword arguments both kernels take (what they would each make alike).
     desc_in_t: the T kernel takes `desc=` (`atom_tiles.descriptor_t`) and writes D for the fitting nets too.
-    scatter_into: given to the gradient kernel as `into` (its dE/dr_ij, None where it scattered, is returned).
-    rows: what `shared` would make, made already (every slot's row: `rows_in_pairs`)."""
+    scatter_into: given to the gradient kernel as `into` (its dE/dr_ij, None where it scattered, is returned)."""
     d = model.descriptor
     reach = find_reach(d, center_type, neighbor_type)
     rij = excluded_as_padding(d, rij, center_type, neighbor_type)
-    extra = {} if shared is None else shared(d, rij, center_type, reach) if rows is None else {"rows": rows}
+    extra = shared(d, rij, center_type, reach) if shared is not None else {}
     if not (d.ntypes == 1 or sync_free) and type_rows is None:
         type_rows = type_groups(center_type, d.ntypes)  # a host sync
     desc = desc_rows(model, center_type, sync_free, type_rows) if desc_in_t else None
@@ -246,14 +237,6 @@ def two_kernel_stage(model, rij: Tensor, center_type: Tensor, neighbor_type: Ten
                                      None if desc is None else desc[0])
     into = {"into": scatter_into} if scatter_into is not None and SCATTER_IN_STAGE else {}
     return energy, grad_kernel(d, rij, center_type, t_bar, reach=reach, **extra, **into)
-
-
-def rows_in_pairs(model) -> bool:
-    """Whether the pair data should come with every slot's environment row for this model's fused stage: the atom
-    tiles share rows in its precision (`atom_tiles.shares_rows`), and no excluded pair moves beyond rcut after
-    the pair data is made (`excluded_as_padding`)."""
-    d = model.descriptor
-    return ROWS_IN_PAIRS and not d.compressed and not d.exclude_types and atom_tiles.shares_rows(d.dtype)
 
 
 def desc_rows(model, center_type: Tensor, sync_free: bool, type_rows: list[Tensor] | None

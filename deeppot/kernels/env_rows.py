@@ -64,12 +64,6 @@ if embedding.triton is not None:
         x = tl.load(rij_ptr + at, mask=live, other=rcut)
         y = tl.load(rij_ptr + at + 1, mask=live, other=rcut)
         z = tl.load(rij_ptr + at + 2, mask=live, other=rcut)
-        return _env_rows_of(x, y, z, rcut, rcut_smth, prot, stat_ptr, ctype, slot, live, nnei, nstat)
-
-    @triton.jit
-    def _env_rows_of(x, y, z, rcut, rcut_smth, prot, stat_ptr, ctype, slot, live, nnei, nstat):
-        """`_env_rows` of pair vectors (x, y, z) in registers, the geometry's values loaded (`deeppot.kernels.pairs`
-        makes the vectors)."""
         r = tl.sqrt(x * x + y * y + z * z)
         w, dw = _switch(r, rcut, rcut_smth)
         inv = 1.0 / (r + prot)

@@ -21,7 +21,6 @@ import torch
 from torch import Tensor
 
 from deeppot.kernels import embedding
-from deeppot.kernels.env_rows import env_args
 
 BLOCK = 1024  # (centre, slot) pairs a program
 INDEX = torch.int32  # owners and types (the module docstring says why)
@@ -30,12 +29,9 @@ if embedding.triton is not None:
     import triton
     import triton.language as tl
 
-    from deeppot.kernels.env_rows import _env_rows_of, _store_four
-
     @triton.jit
     def _pairs_kernel(coord_ptr, atype_ptr, owner_ptr, nlist_ptr, order_ptr, rij_ptr, loc_ptr, type_ptr, start, total,
-                      nnei, nloc, nall, rcut, ctype_ptr, stat_ptr, geo_ptr, rows_ptr, nstat, BLOCK: tl.constexpr,
-                      ORDERED: tl.constexpr, ROWS: tl.constexpr):
+                      nnei, nloc, nall, rcut, BLOCK: tl.constexpr, ORDERED: tl.constexpr):
         e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)  # pair e: slot e % nnei of row e // nnei
         live = e < total
         centre = start + e // nnei
@@ -44,64 +40,29 @@ if embedding.triton is not None:
         j = tl.load(nlist_ptr + centre * nnei + e % nnei, mask=live, other=-1)
         real = j >= 0
         me = (centre // nloc) * nall + centre % nloc  # the centre as an extended atom
-        x = _component(coord_ptr, me, j, real, live, 0, rcut, rij_ptr.dtype.element_ty)
-        y = _component(coord_ptr, me, j, real, live, 1, rcut, rij_ptr.dtype.element_ty)
-        z = _component(coord_ptr, me, j, real, live, 2, rcut, rij_ptr.dtype.element_ty)
-        tl.store(rij_ptr + e * 3, x, mask=live)
-        tl.store(rij_ptr + e * 3 + 1, y, mask=live)
-        tl.store(rij_ptr + e * 3 + 2, z, mask=live)
+        for c in tl.static_range(3):
+            x_j = tl.load(coord_ptr + j * 3 + c, mask=real, other=0.0)
+            x_i = tl.load(coord_ptr + me * 3 + c, mask=live, other=0.0)
+            tl.store(rij_ptr + e * 3 + c, tl.where(real, x_j - x_i, rcut).to(rij_ptr.dtype.element_ty), mask=live)
         tl.store(loc_ptr + e, tl.load(owner_ptr + j, mask=real, other=-1), mask=live)
         tl.store(type_ptr + e, tl.load(atype_ptr + j, mask=real, other=-1), mask=live)
-        if ROWS:
-            _store_env_rows(ctype_ptr, stat_ptr, geo_ptr, rows_ptr, nstat, e, x, y, z, live, nnei)
 
-    @triton.jit
-    def _component(coord_ptr, me, j, real, live, c, rcut, dtype: tl.constexpr):
-        """Component c of r_ij, subtracted in the coordinates' precision and rounded to dtype; rcut on padding."""
-        x_j = tl.load(coord_ptr + j * 3 + c, mask=real, other=0.0)
-        x_i = tl.load(coord_ptr + me * 3 + c, mask=live, other=0.0)
-        return tl.where(real, x_j - x_i, rcut).to(dtype)
 
-    @triton.jit
-    def _store_env_rows(ctype_ptr, stat_ptr, geo_ptr, rows_ptr, nstat, e, x, y, z, live, nnei):
-        """Every slot's normalised environment row from its r_ij, into rows by `_row_at` (4 values a slot): what
-        `env_rows._env_rows_kernel` makes from the stored r_ij for the slots the tiles visit."""
-        ctype = tl.load(ctype_ptr + e // nnei, mask=live, other=0)
-        rcut, rcut_smth, prot = tl.load(geo_ptr), tl.load(geo_ptr + 1), tl.load(geo_ptr + 2)
-        s, rx, ry, rz = _env_rows_of(x, y, z, rcut, rcut_smth, prot, stat_ptr, ctype, (e % nnei).to(tl.int32),
-                                     live, nnei, nstat)[:4]
-        _store_four(rows_ptr, e, s, rx, ry, rz, live, 4)
-
-def pair_data(flat, start: int, stop: int, rcut: float, dtype: torch.dtype, order=None, rows_of=None
-              ) -> tuple[Tensor, ...]:
+def pair_data(flat, start: int, stop: int, rcut: float, dtype: torch.dtype, order=None
+              ) -> tuple[Tensor, Tensor, Tensor]:
     """r_ij (n, nnei, 3) in dtype, neighbour owner and type (n, nnei) `INDEX` of centres start..stop-1 of
     `FlatNeighbors` flat: `pair_vectors` (rounded once to dtype) and `neighbor_owner_and_type`; with a
-    `CentreOrder`, of its positions start..stop-1, owners as positions (as `evaluate.reference_pair_data`).
-    rows_of: a descriptor whose normalised environment rows of every slot (`env_rows.env_rows_once`'s layout,
-    made from r_ij as rounded) come fourth, for its atom-tile kernels (`atom_tiles.shares_rows`)."""
+    `CentreOrder`, of its positions start..stop-1, owners as positions (as `evaluate.reference_pair_data`)."""
     nnei = flat.nlist.shape[1]
     n, device = stop - start, flat.nlist.device
     rij = torch.empty(n, nnei, 3, dtype=dtype, device=device)
     loc = torch.empty(n, nnei, dtype=INDEX, device=device)
     types = torch.empty(n, nnei, dtype=INDEX, device=device)
-    env = _env_of(rows_of, flat, order, start, stop, rij)
     total = n * nnei
     if total:
         _pairs_kernel[(triton.cdiv(total, BLOCK),)](
             flat.ext_coord.contiguous(), flat.ext_atype.contiguous(),
             (flat.owner if order is None else order.owner).contiguous(), flat.nlist.contiguous(),
             flat.nlist if order is None else order.order, rij, loc, types, start, total, nnei, flat.nloc,
-            flat.ext_coord.shape[0] // flat.nf, float(rcut), *env, BLOCK=BLOCK, ORDERED=order is not None,
-            ROWS=rows_of is not None, num_warps=4)
-    return (rij, loc, types) if rows_of is None else (rij, loc, types, env[3])
-
-
-def _env_of(d, flat, order, start: int, stop: int, rij: Tensor) -> list:
-    """The kernel's environment arguments (centre types, statistics, geometry, rows, their count) for descriptor d;
-    placeholders, never read, without d."""
-    if d is None:
-        return [rij, rij, rij, rij, 0]
-    center_type = (flat.center_type if order is None else order.center_type)[start:stop]
-    _, types, stats, geo = env_args(d, rij, center_type, None)[:4]
-    rows = rij.new_empty(triton.cdiv(rij.shape[0] * rij.shape[1], 32), 4, 32)
-    return [types, stats, geo, rows, d.davg.numel()]
+            flat.ext_coord.shape[0] // flat.nf, float(rcut), BLOCK=BLOCK, ORDERED=order is not None, num_warps=4)
+    return rij, loc, types

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 import torch
 from helpers import make_model, random_system
@@ -95,16 +93,13 @@ def test_fused_stage_equals_reference_stage(type_one_side, sync_free):
     assert grad_ref.abs().max() > 1e-5  # the comparison is not between zeros
 
 
-@pytest.mark.parametrize(("scatters", "ordered", "rows"),
-                         [(False, False, False), (True, False, False), (True, True, False), (True, True, True)])
-def test_fused_stage_in_the_evaluator_by_type(monkeypatch, scatters, ordered, rows):
+@pytest.mark.parametrize(("scatters", "ordered"), [(False, False), (True, False), (True, True)])
+def test_fused_stage_in_the_evaluator_by_type(scatters, ordered):
     """Chunks of 7 of 24 centres of three types, each chunk's centres of each type given (as `Evaluator` does):
     float64 outputs equal the reference stage's; scatters: the stage adds the forces and per-centre virials itself
     from its gradient kernel's dE/dR_ij (`scatter.back_and_scatter`), as in `Evaluator`; ordered: the chunks take
-    the centres in the order of their neighbour counts (`deeppot.infer.order`), the types' rows its ranges; rows:
-    the pair data comes with every slot's environment row, which both kernels read (`rows_in_pairs`)."""
+    the centres in the order of their neighbour counts (`deeppot.infer.order`), the types' rows its ranges."""
     from deeppot.infer.order import centre_order
-    from deeppot.kernels import atom_tiles
     from deeppot.kernels.pairs import pair_data
     from deeppot.kernels.scatter import scatter_forces_and_virial
 
@@ -117,12 +112,6 @@ def test_fused_stage_in_the_evaluator_by_type(monkeypatch, scatters, ordered, ro
     if ordered:
         fast["order"] = centre_order(flat, model.sel, 3, 7)
         assert not torch.equal(fast["order"].order, torch.arange(24, device=DEVICE))
-    if rows:  # with int32 owners and types, the default since run 270
-        monkeypatch.setattr(atom_tiles, "ROWS", {model.descriptor.dtype})
-        monkeypatch.setattr(kernels, "ROWS_IN_PAIRS", True)
-        assert kernels.rows_in_pairs(model)
-        fast["pairs"] = functools.partial(pair_data, rows_of=model.descriptor)
-        monkeypatch.setattr(atom_tiles, "shared_rows", lambda *_, **__: pytest.fail("rows made again"))
     out = evaluate_flat(model, flat, 7, kernels.fused_pair_stage, by_type=True, **fast)
     ref = evaluate_flat(model, flat, 7, reference_pair_stage)
     assert len(flat.type_rows) == 4  # the order counts the types from them too
@@ -509,31 +498,3 @@ def test_fused_stage_with_another_gradient_tile(tile):
     torch.testing.assert_close(energy, energy_ref, **TOL[torch.float32])
     scale = grad_ref.abs().max()
     torch.testing.assert_close(grad / scale, grad_ref / scale, **TOL[torch.float32])
-
-
-@pytest.mark.parametrize("ordered", [False, True])
-@pytest.mark.parametrize("precision", ["float64", "float32"])
-def test_pair_data_rows_equal_the_rows_kernel(precision, ordered):
-    """The environment rows the pair-data kernel makes (`pairs.pair_data`'s rows_of) are those
-    `env_rows.env_rows_once` makes from the stored r_ij, on every slot (tops that visit them all), with each row's
-    centre type taken in the order's positions too."""
-    from deeppot.infer.order import centre_order
-    from deeppot.kernels.env_rows import env_rows_once
-    from deeppot.kernels.pairs import pair_data
-
-    model = chunk_of(False, precision, (4, 8, 16), (10, 10, 12), 3, seed=6)[0]
-    d = model.descriptor
-    d.davg.uniform_(-0.3, 0.3, generator=torch.Generator(device=d.davg.device).manual_seed(1))
-    coord, atype, box = random_system(natoms=12, ntypes=3, nframes=3, seed=2)
-    nd = build_neighbor_data(coord.to(DEVICE), atype[None].expand(3, -1).to(DEVICE), box.to(DEVICE), model.rcut,
-                             model.sel)
-    flat = FlatNeighbors.from_frames(nd.ext_coord, nd.ext_atype, nd.nlist, nd.mapping)
-    order = centre_order(flat, model.sel, 3, 36) if ordered else None
-    start, stop = 5, 31
-    rij, _, _, rows = pair_data(flat, start, stop, model.rcut, d.dtype, order=order, rows_of=d)
-    center_type = (flat.center_type if order is None else order.center_type)[start:stop]
-    assert (center_type != flat.center_type[start:stop]).any() == ordered
-    every = (torch.tensor(d.sel, dtype=torch.int32, device=DEVICE).repeat(len(center_type), 1), 1)
-    expected = env_rows_once(d, rij, center_type, every, every, per_type=False)
-    assert (flat.nlist[start:stop] < 0).any()  # padded slots too
-    torch.testing.assert_close(rows, expected, rtol=0, atol=4 * torch.finfo(d.dtype).eps)
