@@ -1,4 +1,7 @@
 #!/bin/bash
+# Not run as written: with 308 s of device time left, call 3 ran as two inline commands on one H100 (the results
+# README says which): tests/gpu/test_infer.py and the pair-data and evaluator kernel tests, then, on the warm
+# machine, tests/gpu's MD and tools files. index_ab.py did not run.
 # Run 270, call 3 (~6.5 minutes; carry .mid, .peer and .whl), on the final tree (int32 owners and types; the fold, the
 # rows in the pair data and the two-warp scatter removed): the tests call 2's 270 s cut off (tests/gpu's MD and
 # tools files), test_infer.py (the evaluator's plumbing changed), the pair-data, scatter and evaluator kernel tests
