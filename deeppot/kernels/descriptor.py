@@ -44,6 +44,11 @@ D_IN_T_KERNEL_COMPRESSED = True
 # Whether a stage given `scatter_into` adds the forces and virials from its gradient kernel's dE/dR_ij in one kernel
 # (`scatter.back_and_scatter`), where `env_rows.back_to_pairs` wrote dE/dr_ij and `scatter` read it back.
 SCATTER_IN_STAGE = True
+# Whether dE/dT of a type's atoms comes straight from its fitting net's first-layer gradient (float16 parts and
+# W1^T's, `descriptor_matrix.t_bar_from_fitting_grad`), where cuBLAS wrote dE/dD (0.63 GB at 98,304 water atoms,
+# 0.35 ms) and the dE/dT kernel read it back (0.37 ms, run 270). Nets by type only (not copper's one net, not
+# sync_free). Prepared in run 270, not yet timed on a GPU: off.
+T_BAR_FROM_FITTING_GRAD = False
 
 if embedding.triton is not None:
     import triton
@@ -287,7 +292,22 @@ def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool,
         else:
             desc_t = desc[start:start + len(idx)]
             start += len(idx)
-        value, d_desc = fit(fitting.nets, desc_t, t)
+        value = _net_value_and_t_bar(fitting.nets, desc_t, t, t_mat, idx, t_bar, precision)
         energy[idx] = value[:, 0].to(torch.float64) + bias[t]
-        descriptor_matrix.t_bar_from_desc_grad(d_desc, t_mat, idx, t_bar)
     return energy, t_bar
+
+
+def _net_value_and_t_bar(nets, desc_t: Tensor, t: int, t_mat: Tensor, idx: Tensor, t_bar: Tensor,
+                         precision: str) -> Tensor:
+    """Net t's values (rows, 1) on its atoms' D, their dE/dT into their rows idx of t_bar: from dE/dD, or where
+    `T_BAR_FROM_FITTING_GRAD` and the kernels serve, from the net's first-layer gradient without dE/dD."""
+    parts = None
+    if T_BAR_FROM_FITTING_GRAD and descriptor_matrix.fuses_fitting_grad(t_mat, desc_t.shape[1] // t_mat.shape[-1]):
+        parts = fitting_stack.value_and_gradient_parts(nets, desc_t, t, precision)
+    if parts is None:
+        value, d_desc = fitting_stack.value_and_input_grad(nets, desc_t, t, precision)
+        descriptor_matrix.t_bar_from_desc_grad(d_desc, t_mat, idx, t_bar)
+        return value
+    value, gz_parts, w_parts = parts
+    descriptor_matrix.t_bar_from_fitting_grad(gz_parts, w_parts, fitting_stack.PARTS_SCALE, t_mat, idx, t_bar)
+    return value

@@ -22,6 +22,9 @@ from deeppot.kernels import embedding
 # atoms, ms: float32 D 0.215 and dE/dT 0.322 on 2 atoms and 2 warps against 0.231 and 0.389 on 4 and 4, float64
 # 0.424 and 0.743 against 0.472 and 0.875)
 ATOMS, WARPS = 2, 2
+# `t_bar_from_fitting_grad`: rows a program, columns of dE/dD a chunk (A = COLUMNS / m2 of M1's columns), depth a
+# step of the float16 GEMM, warps, stages (prepared in run 270, not yet timed on a GPU)
+GZ_TILE = dict(BM=64, COLUMNS=256, BK=64, warps=8, stages=3)
 
 if embedding.triton is not None:
     import triton
@@ -84,6 +87,60 @@ if embedding.triton is not None:
             tl.store(out, t_bar, mask=real[:, None] & (m < M1)[None, :])
 
 
+    @triton.jit
+    def _dd_chunk(gz_ptr, w_ptr, rows, real, a0, K3: tl.constexpr, N: tl.constexpr, scale, M2: tl.constexpr,
+                  A: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr):
+        """dE/dD of the program's rows in columns a0 M2 .. (a0 + A) M2 (BM, A, M2): their float16 parts of gz1 times
+        those of W1^T, float32 accumulation, as `fitting_stack.input_grad`'s cuBLAS GEMM."""
+        cols = a0 * M2 + tl.arange(0, A * M2)
+        acc = tl.zeros((BM, A * M2), dtype=tl.float32)
+        for k0 in range(0, K3, BK):
+            k = k0 + tl.arange(0, BK)
+            g = tl.load(gz_ptr + rows[:, None] * K3 + k[None, :], mask=real[:, None] & (k < K3)[None, :], other=0.0)
+            w = tl.load(w_ptr + k[:, None] * N + cols[None, :], mask=(k < K3)[:, None] & (cols < N)[None, :],
+                        other=0.0)
+            acc = tl.dot(g, w, acc)
+        return (acc * scale).reshape(BM, A, M2)
+
+    @triton.jit
+    def _dd_row(out_ptr, t_ptr, dd, atom, real, a0, c, lt, M1: tl.constexpr, M2: tl.constexpr, A: tl.constexpr):
+        """Row c of dE/dT in the chunk's columns a0.. from its dE/dD: the first term, sum_k dD[m, k] T[c, k], is
+        stored; the second, sum_a dD[a, m] T[c, a] for m < m2, is summed over the chunks in lt (BM, M2)."""
+        a = a0 + tl.arange(0, A)
+        through_t = tl.sum(dd * _t_row(t_ptr, atom, real, c, tl.arange(0, M2), M2, M1)[:, None, :], axis=2)
+        tl.store(out_ptr + (atom * 4 + c)[:, None] * M1 + a[None, :], through_t,
+                 mask=real[:, None] & (a < M1)[None, :])
+        return lt + tl.sum(dd * _t_row(t_ptr, atom, real, c, a, M1, M1)[:, :, None], axis=1)
+
+    @triton.jit
+    def _add_lt(out_ptr, atom, real, c, lt, M1: tl.constexpr, M2: tl.constexpr):
+        """The second term of row c (BM, M2) added to its first m2 columns, which this program stored."""
+        m = tl.arange(0, M2)
+        at = out_ptr + (atom * 4 + c)[:, None] * M1 + m[None, :]
+        ok = real[:, None] & (m < M1)[None, :]
+        tl.store(at, tl.load(at, mask=ok, other=0.0) + lt, mask=ok)
+
+    @triton.jit
+    def _gz_t_bar_kernel(gz_ptr, w_ptr, t_ptr, idx_ptr, out_ptr, n, scale, K3: tl.constexpr, M1: tl.constexpr,
+                         M2: tl.constexpr, A: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr,
+                         HAS_INDEX: tl.constexpr):
+        rows, real, atom = _rows(idx_ptr, n, BM, HAS_INDEX)
+        N = M1 * M2
+        lt0 = tl.zeros((BM, M2), dtype=tl.float32)
+        lt1, lt2, lt3 = lt0, lt0, lt0
+        for i in range(0, tl.cdiv(M1, A)):
+            dd = _dd_chunk(gz_ptr, w_ptr, rows, real, i * A, K3, N, scale, M2, A, BM, BK)
+            lt0 = _dd_row(out_ptr, t_ptr, dd, atom, real, i * A, 0, lt0, M1, M2, A)
+            lt1 = _dd_row(out_ptr, t_ptr, dd, atom, real, i * A, 1, lt1, M1, M2, A)
+            lt2 = _dd_row(out_ptr, t_ptr, dd, atom, real, i * A, 2, lt2, M1, M2, A)
+            lt3 = _dd_row(out_ptr, t_ptr, dd, atom, real, i * A, 3, lt3, M1, M2, A)
+        tl.debug_barrier()  # the first columns' stores by every thread of the program, before they are read back
+        _add_lt(out_ptr, atom, real, 0, lt0, M1, M2)
+        _add_lt(out_ptr, atom, real, 1, lt1, M1, M2)
+        _add_lt(out_ptr, atom, real, 2, lt2, M1, M2)
+        _add_lt(out_ptr, atom, real, 3, lt3, M1, M2)
+
+
 def _launch(n: int, index: Tensor | None, t_mat: Tensor, m2: int) -> tuple[tuple, Tensor, dict]:
     m1 = t_mat.shape[-1]
     idx = index.contiguous() if index is not None else t_mat  # a placeholder pointer, never read
@@ -117,4 +174,30 @@ def t_bar_from_desc_grad(d_desc: Tensor, t_mat: Tensor, index: Tensor | None = N
     if n:
         grid, idx, meta = _launch(n, index, t_mat, d_desc.shape[-1] // m1)
         _t_bar_kernel[grid](d_desc.contiguous(), t_mat, idx, out, n, **meta)
+    return out
+
+
+def fuses_fitting_grad(t_mat: Tensor, m2: int) -> bool:
+    """Whether `t_bar_from_fitting_grad` serves this T: float32, m2 a power of two up to a chunk's columns."""
+    return t_mat.dtype == torch.float32 and m2 & (m2 - 1) == 0 and m2 <= GZ_TILE["COLUMNS"]
+
+
+def t_bar_from_fitting_grad(gz_parts: Tensor, w_parts: Tensor, scale: float, t_mat: Tensor,
+                            index: Tensor | None = None, out: Tensor | None = None) -> Tensor:
+    """`t_bar_from_desc_grad` of dE/dD = scale gz_parts w_parts (`fitting_stack.input_grad`: the fitting net's
+    first-layer gradient as float16 parts (n, K), its weights' (K, M1 m2)) without dE/dD stored: each program
+    makes its rows' dE/dD a chunk of columns at a time on the tensor cores, float32 accumulation, and contracts
+    it with T in registers, where the GEMM wrote 0.63 GB and the dE/dT kernel read it back (98,304 water atoms).
+    Where `fuses_fitting_grad`."""
+    t_mat = t_mat.contiguous()
+    n, m1 = gz_parts.shape[0], t_mat.shape[-1]
+    m2 = w_parts.shape[1] // m1
+    out = torch.empty_like(t_mat) if out is None else out
+    if n:
+        tile = GZ_TILE
+        idx = index.contiguous() if index is not None else t_mat  # a placeholder pointer, never read
+        _gz_t_bar_kernel[(triton.cdiv(n, tile["BM"]),)](
+            gz_parts.contiguous(), w_parts.contiguous(), t_mat, idx, out, n, scale, K3=gz_parts.shape[1], M1=m1, M2=m2,
+            A=tile["COLUMNS"] // m2, BM=tile["BM"], BK=tile["BK"], HAS_INDEX=index is not None,
+            num_warps=tile["warps"], num_stages=tile["stages"])
     return out

@@ -40,6 +40,7 @@ PROGRAMS_PER_SM = 2  # the programs walk the row blocks (the scratch: 80 KB a pr
 # rows. 2^11 hi stays within float16 while |gz1| <= STACKED_LIMIT (`precision.fitting_bounds`); else product_t.
 CUBLAS_INPUT_GRAD = True
 ADDMM_OUT_DTYPE = hasattr(torch.ops.aten.addmm, "dtype")  # addmm's float32 output of float16 inputs: PyTorch >= 2.8
+PARTS_SCALE = 2.0**-11  # the product of the float16 parts, scaled back
 
 if triton is not None:
     import triton.language as tl
@@ -246,8 +247,8 @@ def input_grad(gz_parts: Tensor, w_parts: Tensor) -> Tensor:
     """gz1 W1^T (rows, n0) float32 from `hidden_stack(parts=True)`'s gz1 and `_input_grad_weights`."""
     if gz_parts.is_cuda:
         zero = gz_parts.new_zeros((), dtype=torch.float32)  # beta = 0: not read
-        return torch.addmm(zero, gz_parts, w_parts, beta=0.0, alpha=2.0**-11, out_dtype=torch.float32)
-    return (gz_parts.float() @ w_parts.float()) * 2.0**-11  # the CPU's twin (Triton's interpreter tests)
+        return torch.addmm(zero, gz_parts, w_parts, beta=0.0, alpha=PARTS_SCALE, out_dtype=torch.float32)
+    return (gz_parts.float() @ w_parts.float()) * PARTS_SCALE  # the CPU's twin (Triton's interpreter tests)
 
 
 def value_and_input_grad(nets, x: Tensor, k: int | None, precision: str) -> tuple[Tensor, Tensor]:
@@ -257,13 +258,32 @@ def value_and_input_grad(nets, x: Tensor, k: int | None, precision: str) -> tupl
     rows, net = (x[0], 0) if one_net else (x, k)
     if net is None or not applies(nets, rows, precision):
         return fitting_gemm.value_and_input_grad(nets, x, k, precision)
+    value, gz1, w1, w_parts = _stack(nets, rows, net)
+    grad = fitting_gemm.product_t(gz1[None], w1, "f16x3")[0] if w_parts is None else input_grad(gz1, w_parts)
+    return (value[None], grad[None]) if one_net else (value, grad)
+
+
+def value_and_gradient_parts(nets, x: Tensor, k: int, precision: str) -> tuple[Tensor, Tensor, Tensor] | None:
+    """Net k's value (rows, 1) on its rows x and, in place of dE/dx, `input_grad`'s two operands (gz1's float16
+    parts, W1^T's), whose product a kernel may contract at once (`descriptor_matrix.t_bar_from_fitting_grad`); None
+    where `value_and_input_grad` would not take that product."""
+    if not applies(nets, x, precision):
+        return None
+    w1 = fitting._unpack(*fitting._flat_params(nets, k))[0][0][0]
+    if _input_grad_weights(nets, k, w1) is None:
+        return None
+    value, gz1, _, w_parts = _stack(nets, x, k)
+    return value, gz1, w_parts
+
+
+def _stack(nets, rows: Tensor, net: int) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+    """Net's value (rows, 1), gz1 (as float16 parts where W1^T's are kept: `_input_grad_weights`), W1 and those
+    parts, layer 1 on cuBLAS and the layers above on `hidden_stack`."""
     hidden, w_out, b_out = fitting._unpack(*fitting._flat_params(nets, net))
     w1, b1, idt1 = hidden[0]
     a1, h1 = fitting_gemm.layer_forward(rows[None], w1, b1, idt1, fitting.NONE, "f16x3")
     ops = _kept_operands(nets, net, hidden, w_out, b_out)
-    programs = PROGRAMS_PER_SM * multiprocessors(x.device) if x.is_cuda else None
+    programs = PROGRAMS_PER_SM * multiprocessors(rows.device) if rows.is_cuda else None
     w_parts = _input_grad_weights(nets, net, w1)
     value, gz1 = hidden_stack(h1[0], a1[0], ops, programs=programs, parts=w_parts is not None)
-    grad = fitting_gemm.product_t(gz1[None], w1, "f16x3")[0] if w_parts is None else input_grad(gz1, w_parts)
-    value = value[:, None]
-    return (value[None], grad[None]) if one_net else (value, grad)
+    return value[:, None], gz1, w1, w_parts

@@ -55,3 +55,32 @@ def test_the_symmetric_product_is_u_t_plus_t_u():
     want = (torch.einsum("ncm,nck->nmk", u, t_mat[..., :5]) + torch.einsum("ncm,nck->nmk", t_mat, u[..., :5]))
     got = matrix.descriptor_from_t(t_mat, 5, torch.float64, other=u)
     torch.testing.assert_close(got, want.reshape(6, -1), rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize(("n", "m1", "m2", "k", "indexed", "columns"), [
+    (70, 100, 16, 720, True, 256),  # water's net: two programs, the last partial; 7 chunks, the last partial; K % BK
+    (9, 24, 4, 48, False, 256),     # a chunk of 64 of M1's columns holds all 24: one chunk
+    (33, 40, 8, 96, True, 256),
+    (20, 40, 16, 96, False, 64),    # chunks of 4 of M1's columns: the first m2 = 16 in four of them
+])
+def test_t_bar_from_the_fitting_gradient_equals_t_bar_from_stored_d_desc(n, m1, m2, k, indexed, columns,
+                                                                         monkeypatch):
+    """dE/dT made from the fitting net's float16 gradient parts and weights (`t_bar_from_fitting_grad`) equals
+    dE/dT from dE/dD = scale gz w stored (`fitting_stack.input_grad`'s product) and read back; the atoms of an index
+    into their rows of out, the others untouched."""
+    from deeppot.kernels import fitting_stack
+
+    monkeypatch.setattr(matrix, "GZ_TILE", dict(matrix.GZ_TILE, COLUMNS=columns))
+    assert matrix.fuses_fitting_grad(random((1, 4, m1), torch.float32, 0), m2)
+    gz = random((n, k), torch.float32, 1).half()
+    w = (random((k, m1 * m2), torch.float32, 2) / 4).half()
+    natoms = n + 5 if indexed else n
+    t_mat = random((natoms, 4, m1), torch.float32, 3)
+    index = torch.randperm(natoms, generator=torch.Generator().manual_seed(4))[:n].to(DEVICE) if indexed else None
+    d_desc = fitting_stack.input_grad(gz, w) if DEVICE.type == "cpu" else (gz.float() @ w.float()) * 2.0**-11
+    expected = matrix.t_bar_from_desc_grad(d_desc, t_mat, index, torch.full_like(t_mat, 7.0))
+    got = matrix.t_bar_from_fitting_grad(gz, w, 2.0**-11, t_mat, index, torch.full_like(t_mat, 7.0))
+    scale = expected.abs().max()
+    torch.testing.assert_close(got / scale, expected / scale, rtol=0, atol=2e-6)
+    if indexed:
+        assert (got[torch.isin(torch.arange(natoms, device=DEVICE), index, invert=True)] == 7.0).all()

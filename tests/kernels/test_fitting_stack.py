@@ -151,6 +151,31 @@ def test_only_nets_of_the_kernels_shape_apply(monkeypatch):
     assert fitting_stack.applies(stack_model().fitting.nets, x, "f16x3") == fitting_gemm.worth_it(x[None])
 
 
+@pytest.mark.parametrize("ntypes", [2, 3])
+def test_stage_t_bar_straight_from_the_fitting_gradient(ntypes, monkeypatch):
+    """With `descriptor.T_BAR_FROM_FITTING_GRAD` each type's dE/dT comes from its net's first-layer gradient parts
+    (`descriptor_matrix.t_bar_from_fitting_grad`), dE/dD neither made nor read back: the stage's energies and dE/dT
+    as without it."""
+    model = stack_model(ntypes=ntypes)
+    with torch.no_grad():
+        model.fitting.nets.layers[-1].matrix.mul_(0.05)  # gz1's float16 parts serve (as in trained models)
+    assert fitting_bounds(model.fitting.nets, 0.0)["the fitting gradients"] <= STACKED_LIMIT
+    natoms = 90
+    center_type = torch.randint(0, ntypes, (natoms,), generator=torch.Generator().manual_seed(2)).to(DEVICE)
+    t_mat = (torch.randn(natoms, 4, M1, generator=torch.Generator().manual_seed(4)) * 0.5).to(DEVICE)
+    type_rows = type_groups(center_type, ntypes)
+    monkeypatch.setattr(fitting_gemm, "worth_it", lambda x: True)  # the fused products, as on a GPU
+    with torch.no_grad():
+        want = descriptor.energy_and_t_bar(model, t_mat, center_type, False, "f16x3", type_rows)
+        monkeypatch.setattr(descriptor, "T_BAR_FROM_FITTING_GRAD", True)
+        monkeypatch.setattr(fitting_stack, "input_grad", lambda *_: pytest.fail("dE/dD made"))
+        monkeypatch.setattr(descriptor.descriptor_matrix, "t_bar_from_desc_grad", lambda *_: pytest.fail("read"))
+        got = descriptor.energy_and_t_bar(model, t_mat, center_type, False, "f16x3", type_rows)
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5 * b.abs().max().item())
+    assert want[1].abs().max() > 1e-3
+
+
 @pytest.mark.parametrize("ntypes", [1, 2])
 def test_stage_energies_and_t_bar_through_the_stack(ntypes, monkeypatch):
     """`descriptor.energy_and_t_bar` with the stack (by type, or one type's atoms all at once) gives the six
