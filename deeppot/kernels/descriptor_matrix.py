@@ -86,7 +86,6 @@ if embedding.triton is not None:
             out = out_ptr + (atom * 4 + c)[:, None] * M1 + m[None, :]
             tl.store(out, t_bar, mask=real[:, None] & (m < M1)[None, :])
 
-
     @triton.jit
     def _dd_chunk(gz_ptr, w_ptr, rows, real, a0, K3: tl.constexpr, N: tl.constexpr, scale, M2: tl.constexpr,
                   A: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr):
