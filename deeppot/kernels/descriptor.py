@@ -46,8 +46,8 @@ D_IN_T_KERNEL_COMPRESSED = True
 SCATTER_IN_STAGE = True
 # Whether dE/dT of a type's atoms comes straight from its fitting net's first-layer gradient (float16 parts and
 # W1^T's, `descriptor_matrix.t_bar_from_fitting_grad`), where cuBLAS wrote dE/dD (0.63 GB at 98,304 water atoms,
-# 0.35 ms) and the dE/dT kernel read it back (0.37 ms, run 270). Nets by type only (not copper's one net, not
-# sync_free). Prepared in run 270, not yet timed on a GPU: off.
+# 0.35 ms) and the dE/dT kernel read it back (0.37 ms, run 270); not sync_free (every net on every atom). Prepared
+# in run 270, not yet timed on a GPU: off.
 T_BAR_FROM_FITTING_GRAD = False
 
 if embedding.triton is not None:
@@ -274,7 +274,7 @@ def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool,
     (`desc_rows`' layout: each type's rows together in `type_rows` order, or every atom in its own row)."""
     d, fitting = model.descriptor, model.fitting
     fit = functools.partial(fitting_stack.value_and_input_grad, precision=precision)
-    if d.ntypes == 1 or sync_free:
+    if sync_free or (d.ntypes == 1 and not T_BAR_FROM_FITTING_GRAD):
         if desc is None:
             desc = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype)
         energy, d_desc = analytic.atomic_energy_and_grad(fitting, desc[None], center_type[None],
@@ -283,24 +283,25 @@ def energy_and_t_bar(model, t_mat: Tensor, center_type: Tensor, sync_free: bool,
     energy = torch.empty(len(t_mat), dtype=torch.float64, device=t_mat.device)
     t_bar = torch.empty_like(t_mat)  # every atom has one of the types: each row is written below
     bias = fitting.bias_atom_e + fitting.out_bias
-    if type_rows is None:
-        type_rows = type_groups(center_type, d.ntypes)
+    if type_rows is None:  # one type: its net on every atom in its own row (idx None)
+        type_rows = [None] if d.ntypes == 1 else type_groups(center_type, d.ntypes)
     start = 0
     for t, idx in enumerate(type_rows):
+        count = len(t_mat) if idx is None else len(idx)
         if desc is None:
             desc_t = descriptor_matrix.descriptor_from_t(t_mat, d.axis_neuron, fitting.dtype, idx)
         else:
-            desc_t = desc[start:start + len(idx)]
-            start += len(idx)
+            desc_t = desc[start:start + count]
+            start += count
         value = _net_value_and_t_bar(fitting.nets, desc_t, t, t_mat, idx, t_bar, precision)
-        energy[idx] = value[:, 0].to(torch.float64) + bias[t]
+        energy[slice(None) if idx is None else idx] = value[:, 0].to(torch.float64) + bias[t]
     return energy, t_bar
 
 
-def _net_value_and_t_bar(nets, desc_t: Tensor, t: int, t_mat: Tensor, idx: Tensor, t_bar: Tensor,
+def _net_value_and_t_bar(nets, desc_t: Tensor, t: int, t_mat: Tensor, idx: Tensor | None, t_bar: Tensor,
                          precision: str) -> Tensor:
-    """Net t's values (rows, 1) on its atoms' D, their dE/dT into their rows idx of t_bar: from dE/dD, or where
-    `T_BAR_FROM_FITTING_GRAD` and the kernels serve, from the net's first-layer gradient without dE/dD."""
+    """Net t's values (rows, 1) on its atoms' D, their dE/dT into their rows idx (None: all) of t_bar: from dE/dD,
+    or where `T_BAR_FROM_FITTING_GRAD` and the kernels serve, from the net's first-layer gradient without dE/dD."""
     parts = None
     if T_BAR_FROM_FITTING_GRAD and descriptor_matrix.fuses_fitting_grad(t_mat, desc_t.shape[1] // t_mat.shape[-1]):
         parts = fitting_stack.value_and_gradient_parts(nets, desc_t, t, precision)

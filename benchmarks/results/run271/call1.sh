@@ -1,14 +1,14 @@
 #!/bin/bash
-# Run 271, call 1 (~6 minutes; carry .mid and .peer), prepared in run 270: the tests of dE/dT made straight from
-# the fitting gradient on CUDA, `gz_ab.py` (water and the alloy, two rounds), run 270's `index_ab.py` on water
+# Run 271, call 1 (~7 minutes; carry .mid and .peer), prepared in run 270: the tests of dE/dT made straight from
+# the fitting gradient on CUDA, `gz_ab.py` (water, copper and the alloy, two rounds), run 270's `index_ab.py` on water
 # (the final tree's back-to-back number), then issue 9's ~1e6-atom water row.
 source benchmarks/results/call_prelude.sh
 el tests
 PYTHONPATH=$PWD:$PWD/tests timeout 100 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_descriptor_matrix.py \
   tests/kernels/test_fitting_stack.py -k "fitting_gradient or straight or t_bar" 2>&1 | tee $OUT/run271_tests1.txt | tail -3
 el gz
-PYTHONPATH=$PWD:$PWD/benchmarks timeout 150 python3 benchmarks/results/run271/gz_ab.py \
-  water=.mid/water/model.dp alloy=.mid/alloy/model.dp --rounds 2 --calls 20 \
+PYTHONPATH=$PWD:$PWD/benchmarks timeout 220 python3 benchmarks/results/run271/gz_ab.py \
+  water=.mid/water/model.dp copper=.mid/copper/model.dp alloy=.mid/alloy/model.dp --rounds 2 --calls 20 \
   2>> $OUT/run271_err1.txt | tee $OUT/run271_gz1.jsonl | cut -c1-400
 el index
 PYTHONPATH=$PWD:$PWD/benchmarks timeout 60 python3 benchmarks/results/run270/index_ab.py \

@@ -3,8 +3,8 @@ dE/dT kernel read back (as before), and made straight from each type's fitting g
 (`descriptor.T_BAR_FROM_FITTING_GRAD`, `descriptor_matrix.t_bar_from_fitting_grad`: the GEMM on wgmma and the
 contraction with T in one kernel, dE/dD never stored) on several tiles (sm_90 SASS, water's net: (64, 256, 64) 229
 registers, (64, 128, 64) 169, (128, 128, 64) 247, (128, 64, 64) 177, (64, 128, 32) four stages 128; none spills);
-run 250's `variant_probe.py` runner, the kernels that change profiled. Copper's one net keeps dE/dD.
-Usage (GPU, repository root): python gz_ab.py water=.mid/water/model.dp alloy=.mid/alloy/model.dp --rounds 2
+run 250's `variant_probe.py` runner, the kernels that change profiled.
+Usage (GPU, repository root): python gz_ab.py water=.mid/water/model.dp copper=.mid/copper/model.dp --rounds 2
 """
 import sys
 from pathlib import Path
