@@ -79,12 +79,19 @@ if embedding.triton is not None:
                      other=0.0).to(t_ptr.dtype.element_ty)  # dE/dD (ATOMS, m, k)
         onehot = (m[:, None] == k[None, :]).to(t_ptr.dtype.element_ty)  # column k of the T< factor is column m = k
         for c in tl.static_range(4):
-            # dE/dT[c, m] = sum_k dD[m, k] T[c, k]  +  (m < m2) sum_a dD[a, m] T[c, a]
-            through_t = tl.sum(dd * _t_row(t_ptr, atom, real, c, k, M2, M1)[:, None, :], axis=2)
-            through_lt = tl.sum(dd * _t_row(t_ptr, atom, real, c, m, M1, M1)[:, :, None], axis=1)
+            through_t, through_lt = _t_bar_terms(dd, t_ptr, atom, real, c, m, k, M1, M2)
             t_bar = through_t + tl.sum(through_lt[:, None, :] * onehot[None, :, :], axis=2)
             out = out_ptr + (atom * 4 + c)[:, None] * M1 + m[None, :]
             tl.store(out, t_bar, mask=real[:, None] & (m < M1)[None, :])
+
+    @triton.jit
+    def _t_bar_terms(dd, t_ptr, atom, real, c, m, k, M1: tl.constexpr, M2: tl.constexpr):
+        """The two terms of row c of dE/dT, dE/dT[c, m] = sum_k dD[m, k] T[c, k]  +  (m < m2) sum_a dD[a, m] T[c, a],
+        from the atoms' dE/dD (ATOMS, m, k) in columns m of M1 and k of m2: the first (ATOMS, m), the second's sums
+        (ATOMS, k), which belong in columns m = k."""
+        through_t = tl.sum(dd * _t_row(t_ptr, atom, real, c, k, M2, M1)[:, None, :], axis=2)
+        through_lt = tl.sum(dd * _t_row(t_ptr, atom, real, c, m, M1, M1)[:, :, None], axis=1)
+        return through_t, through_lt
 
     @triton.jit
     def _dd_chunk(gz_ptr, w_ptr, rows, real, a0, K3: tl.constexpr, N: tl.constexpr, scale, M2: tl.constexpr,
@@ -103,13 +110,13 @@ if embedding.triton is not None:
 
     @triton.jit
     def _dd_row(out_ptr, t_ptr, dd, atom, real, a0, c, lt, M1: tl.constexpr, M2: tl.constexpr, A: tl.constexpr):
-        """Row c of dE/dT in the chunk's columns a0.. from its dE/dD: the first term, sum_k dD[m, k] T[c, k], is
-        stored; the second, sum_a dD[a, m] T[c, a] for m < m2, is summed over the chunks in lt (BM, M2)."""
+        """Row c of dE/dT in the chunk's columns a0.. from its dE/dD (`_t_bar_terms`): the first term is stored,
+        the second summed over the chunks in lt (BM, M2)."""
         a = a0 + tl.arange(0, A)
-        through_t = tl.sum(dd * _t_row(t_ptr, atom, real, c, tl.arange(0, M2), M2, M1)[:, None, :], axis=2)
+        through_t, through_lt = _t_bar_terms(dd, t_ptr, atom, real, c, a, tl.arange(0, M2), M1, M2)
         tl.store(out_ptr + (atom * 4 + c)[:, None] * M1 + a[None, :], through_t,
                  mask=real[:, None] & (a < M1)[None, :])
-        return lt + tl.sum(dd * _t_row(t_ptr, atom, real, c, a, M1, M1)[:, :, None], axis=1)
+        return lt + through_lt
 
     @triton.jit
     def _add_lt(out_ptr, atom, real, c, lt, M1: tl.constexpr, M2: tl.constexpr):
