@@ -1,8 +1,8 @@
 """Run 271 (prepared in run 270): whole prebuilt-list calls with dE/dT made from dE/dD that cuBLAS wrote and the
 dE/dT kernel read back (as before), and made straight from each type's fitting gradient parts
 (`descriptor.T_BAR_FROM_FITTING_GRAD`, `descriptor_matrix.t_bar_from_fitting_grad`: the GEMM on wgmma and the
-contraction with T in one kernel, dE/dD never stored) on several tiles (sm_90 SASS, water's net: (64, 256, 64) 229
-registers, (64, 128, 64) 169, (128, 128, 64) 247, (128, 64, 64) 177, (64, 128, 32) four stages 128; none spills);
+contraction with T in one kernel, dE/dD never stored) on several tiles (sm_90 SASS, water's net: (64, 256, 64) 226
+registers, (64, 128, 64) 171, (128, 128, 64) 244, (128, 64, 64) 176, (64, 128, 32) four stages 165; none spills);
 run 250's `variant_probe.py` runner, the kernels that change profiled.
 Usage (GPU, repository root): python gz_ab.py water=.mid/water/model.dp copper=.mid/copper/model.dp --rounds 2
 """
