@@ -258,7 +258,9 @@ def value_and_input_grad(nets, x: Tensor, k: int | None, precision: str) -> tupl
     rows, net = (x[0], 0) if one_net else (x, k)
     if net is None or not applies(nets, rows, precision):
         return fitting_gemm.value_and_input_grad(nets, x, k, precision)
-    value, gz1, w1, w_parts = _stack(nets, rows, net)
+    layers = _net_layers(nets, net)
+    value, gz1 = _stack(nets, rows, net, layers)
+    w1, w_parts = layers[0][0][0], layers[3]
     grad = fitting_gemm.product_t(gz1[None], w1, "f16x3")[0] if w_parts is None else input_grad(gz1, w_parts)
     return (value[None], grad[None]) if one_net else (value, grad)
 
@@ -269,21 +271,27 @@ def value_and_gradient_parts(nets, x: Tensor, k: int, precision: str) -> tuple[T
     where `value_and_input_grad` would not take that product."""
     if not applies(nets, x, precision):
         return None
-    w1 = fitting._unpack(*fitting._flat_params(nets, k))[0][0][0]
-    if _input_grad_weights(nets, k, w1) is None:
+    layers = _net_layers(nets, k)
+    if layers[3] is None:
         return None
-    value, gz1, _, w_parts = _stack(nets, x, k)
-    return value, gz1, w_parts
+    value, gz1 = _stack(nets, x, k, layers)
+    return value, gz1, layers[3]
 
 
-def _stack(nets, rows: Tensor, net: int) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
-    """Net's value (rows, 1), gz1 (as float16 parts where W1^T's are kept: `_input_grad_weights`), W1 and those
-    parts, layer 1 on cuBLAS and the layers above on `hidden_stack`."""
+def _net_layers(nets, net: int) -> tuple:
+    """Net's `fitting._unpack` parameters (hidden layers, w_out, b_out) and W1^T's float16 parts
+    (`_input_grad_weights`, None where not kept)."""
     hidden, w_out, b_out = fitting._unpack(*fitting._flat_params(nets, net))
+    return hidden, w_out, b_out, _input_grad_weights(nets, net, hidden[0][0])
+
+
+def _stack(nets, rows: Tensor, net: int, layers: tuple) -> tuple[Tensor, Tensor]:
+    """Net's value (rows, 1) and gz1 (as float16 parts where W1^T's are kept), layer 1 on cuBLAS and the layers
+    above on `hidden_stack`; layers: `_net_layers`."""
+    hidden, w_out, b_out, w_parts = layers
     w1, b1, idt1 = hidden[0]
     a1, h1 = fitting_gemm.layer_forward(rows[None], w1, b1, idt1, fitting.NONE, "f16x3")
     ops = _kept_operands(nets, net, hidden, w_out, b_out)
     programs = PROGRAMS_PER_SM * multiprocessors(rows.device) if rows.is_cuda else None
-    w_parts = _input_grad_weights(nets, net, w1)
     value, gz1 = hidden_stack(h1[0], a1[0], ops, programs=programs, parts=w_parts is not None)
-    return value[:, None], gz1, w1, w_parts
+    return value[:, None], gz1
