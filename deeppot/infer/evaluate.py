@@ -187,15 +187,14 @@ def evaluate_flat(model: EnergyModel, flat: FlatNeighbors, chunk_atoms: int, pai
     center_type, ordered = (flat.center_type, {}) if order is None else (order.center_type, {"order": order})
     for start, stop in chunks(n, chunk_atoms):
         rij, nlist_loc, neighbor_type = pairs(flat, start, stop, model.rcut, model.descriptor.dtype, **ordered)
+        extra = {}  # the stage's keyword arguments
         if by_type:
             key = (start, stop, ntypes)
-            rows = {"type_rows": flat.rows_by_type(*key) if order is None else order.type_rows[key]}
-        else:
-            rows = {}
+            extra["type_rows"] = flat.rows_by_type(*key) if order is None else order.type_rows[key]
         if stage_scatters and not atomic:
-            rows["scatter_into"] = (force, virial, nlist_loc, start)
+            extra["scatter_into"] = (force, virial, nlist_loc, start)
         energy, g = pair_stage(model, rij.to(model.descriptor.dtype), nlist_loc, center_type[start:stop],
-                               neighbor_type, **rows)
+                               neighbor_type, **extra)
         atom_energy[start:stop] = energy
         if g is None:  # added by the stage
             continue
